@@ -1,0 +1,346 @@
+--- The `xsite` command: check a configuration, run the model, explain a decision.
+-- `M.main(args, io_)` returns the exit status: 0 success, 1 a failed check or
+-- a rejected request, 2 a usage error.  See xsite(1).
+-- @module xsite.cli
+
+local config = require("xsite.config")
+local model = require("xsite.model")
+local profile = require("xsite.profile")
+local policy = require("xsite.policy")
+local units = require("xsite.units")
+local json = require("xsite.json")
+local svg = require("xsite.svg")
+
+local M = {}
+
+local USAGE = {
+  main = [[
+Usage: xsite [--config FILE] COMMAND [OPTIONS]
+
+Placement of Slurm jobs on two sites joined by an extender link.
+
+Commands:
+  check [FILE]     validate xsite.conf; print every error as file:line
+  model            predicted times and speed-ups over node counts and links
+  explain          what the placement policy decides for a job, and why
+
+Options:
+  --config FILE    xsite.conf to use (default: $XSITE_CONF, else xsite.conf
+                   next to $SLURM_CONF, else /etc/slurm/xsite.conf)
+  -h, --help       this help; `xsite COMMAND --help` for a command
+]],
+  check = [[
+Usage: xsite check [FILE]
+
+Validate a configuration (default: the one --config or the environment names).
+Exit 0 when it is valid, 1 with every error as `file:line: Key: message`.
+]],
+  model = [[
+Usage: xsite model --profile P [--nodes LIST] [--link-bandwidth LIST]
+                   [--link-latency LIST] [--json] [--svg FILE]
+
+Predict t_one (all nodes at one site), t_span (split across the link), the
+slowdown t_span/t_one and the speed-up of spanning over the largest job one
+site can hold, for each node count and link.  Then, per link, the node count
+where spanning stops paying and the largest node count within MaxSlowdown.
+
+  --profile P            a profile or class name, or op=…,b=…,x=…[,steps=…][,pattern=…]
+  --nodes LIST           node counts, e.g. 2,4,8 or 2-64 (default: powers of two
+                         up to both sites' nodes)
+  --link-bandwidth LIST  e.g. 930MB/s,2.6GB/s,10GB/s (default: the configured link)
+  --link-latency LIST    one-way, e.g. 145us,4.5ms (default: the configured link)
+  --json                 the table as JSON
+  --svg FILE             a chart of speed-up against nodes, one line per link
+]],
+  explain = [[
+Usage: xsite explain --nodes N [--site-affinity A] [--comm-profile P]
+                     [--constraint F] [--time-limit MINUTES] [--json]
+
+What the placement policy would decide for a job of N nodes, and why, with
+the link state the policy would use (LinkStateFile, when present).
+]],
+}
+
+local function out(io_, ...) io_.stdout:write(string.format(...)) end
+local function err(io_, ...) io_.stderr:write(string.format(...)) end
+
+-- Parse options: `spec` maps option names to true (takes a value) or false (a
+-- flag).  Positional arguments are returned in `pos`.
+-- @return opts, pos; or nil and a message
+local function parse_args(args, spec)
+  local opts, pos = {}, {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then
+      opts.help = true
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([^=]+)=(.*)$")
+      name = name or a:sub(3)
+      if spec[name] == nil then return nil, "unknown option --" .. name end
+      if spec[name] then
+        if value == nil then
+          i = i + 1
+          value = args[i]
+          if value == nil then return nil, "--" .. name .. " needs a value" end
+        end
+        opts[name] = value
+      else
+        if value ~= nil then return nil, "--" .. name .. " takes no value" end
+        opts[name] = true
+      end
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, pos
+end
+
+local function load_config(path, io_)
+  path = path or config.locate()
+  local cfg, msg = config.load(path)
+  if not cfg then
+    err(io_, "xsite: %s\n", msg:gsub("\n", "\nxsite: "))
+    return nil
+  end
+  return cfg
+end
+
+-- A comma-separated list of quantities, with integer ranges for counts.
+local function parse_list(text, kind, flag)
+  local outl = {}
+  for item in (text .. ","):gmatch("([^,]*),") do
+    local a, b = item:match("^(%d+)%-(%d+)$")
+    if kind == "count" and a then
+      a, b = tonumber(a), tonumber(b)
+      if a < 1 or a > b or b - a > 100000 then return nil, string.format("%s: bad range '%s'", flag, item) end
+      for n = a, b do outl[#outl + 1] = n end
+    else
+      local v, e
+      if kind == "count" then v, e = units.parse_integer(item) else v, e = units.parse(item, kind) end
+      if not v then return nil, flag .. ": " .. e end
+      outl[#outl + 1] = v
+    end
+  end
+  return outl
+end
+
+function M.check(args, io_, global)
+  local opts, pos = parse_args(args, {})
+  if not opts then err(io_, "xsite check: %s\n", pos) return 2 end
+  if opts.help then out(io_, "%s", USAGE.check) return 0 end
+  if #pos > 1 then err(io_, "xsite check: one file at most\n") return 2 end
+  local path = pos[1] or global.config or config.locate()
+  local cfg, _, errs = config.load(path)
+  if not cfg then
+    for _, e in ipairs(errs) do err(io_, "%s\n", e) end
+    return 1
+  end
+  local n = #cfg.sites[1].nodes + #cfg.sites[2].nodes
+  out(io_, "%s: OK: sites %s (%d nodes) and %s (%d nodes), link %s %s, %d profiles\n", path,
+    cfg.sites[1].name, #cfg.sites[1].nodes, cfg.sites[2].name, #cfg.sites[2].nodes,
+    units.format_bandwidth(cfg.link.bandwidth * cfg.link.channels), units.format_time(cfg.link.latency),
+    #cfg.profiles)
+  return n > 0 and 0 or 1
+end
+
+function M.model(args, io_, global)
+  local opts, pos = parse_args(args, { profile = true, nodes = true, ["link-bandwidth"] = true,
+    ["link-latency"] = true, json = false, svg = true })
+  if not opts then err(io_, "xsite model: %s\n", pos) return 2 end
+  if opts.help then out(io_, "%s", USAGE.model) return 0 end
+  if #pos > 0 then err(io_, "xsite model: unexpected argument '%s'\n", pos[1]) return 2 end
+  if not opts.profile then err(io_, "xsite model: --profile is required\n") return 2 end
+  local cfg = load_config(global.config, io_)
+  if not cfg then return 1 end
+  local prof, perr = profile.resolve(opts.profile, cfg)
+  if not prof then err(io_, "xsite model: --profile: %s\n", perr) return 2 end
+
+  local total = #cfg.sites[1].nodes + #cfg.sites[2].nodes
+  local nodes, bws, lats, e
+  if opts.nodes then
+    nodes, e = parse_list(opts.nodes, "count", "--nodes")
+    if not nodes then err(io_, "xsite model: %s\n", e) return 2 end
+  else
+    nodes = {}
+    local n = 1
+    while n <= total do nodes[#nodes + 1] = n; n = n * 2 end
+    if nodes[#nodes] ~= total then nodes[#nodes + 1] = total end
+  end
+  bws, lats = { cfg.link.bandwidth }, { cfg.link.latency }
+  if opts["link-bandwidth"] then
+    bws, e = parse_list(opts["link-bandwidth"], "bandwidth", "--link-bandwidth")
+    if not bws then err(io_, "xsite model: %s\n", e) return 2 end
+  end
+  if opts["link-latency"] then
+    lats, e = parse_list(opts["link-latency"], "time", "--link-latency")
+    if not lats then err(io_, "xsite model: %s\n", e) return 2 end
+  end
+
+  -- the scan for where spanning stops paying covers every even node count up
+  -- to both sites' nodes, or the largest count asked for
+  local scan_max = math.max(total, 2)
+  for _, n in ipairs(nodes) do scan_max = math.max(scan_max, n) end
+  scan_max = scan_max - scan_max % 2
+  local results = json.array({})
+  for _, bw in ipairs(bws) do
+    for _, lat in ipairs(lats) do
+      local link = { bandwidth = bw, latency = lat, channels = cfg.link.channels }
+      local rows = json.array({})
+      for _, n in ipairs(nodes) do
+        local r = model.evaluate(cfg, prof, n, link)
+        rows[#rows + 1] = { nodes = n, split = { r.nA, r.nB }, t_one = r.t_one, t_span = r.t_span,
+          slowdown = r.slowdown, speedup = r.speedup }
+      end
+      local best, _, within = model.scaling_limit(cfg, prof, link, scan_max, cfg.policy.max_slowdown)
+      results[#results + 1] = { link = { bandwidth = bw, latency = lat, channels = cfg.link.channels },
+        rows = rows, stops_paying_at = best < scan_max and best or json.null, scanned_up_to = scan_max,
+        within_max_slowdown = within }
+    end
+  end
+
+  if opts.svg then
+    local ok, werr = M.write_chart(opts.svg, cfg, prof, results, nodes)
+    if not ok then err(io_, "xsite model: --svg: %s\n", werr) return 1 end
+  end
+  if opts.json then
+    out(io_, "%s\n", json.encode({ profile = profile.label(prof), max_slowdown = cfg.policy.max_slowdown,
+      results = results }))
+    return 0
+  end
+  out(io_, "profile %s, MaxSlowdown %.2f\n", profile.label(prof), cfg.policy.max_slowdown)
+  for _, res in ipairs(results) do
+    out(io_, "\nlink %s x %d, %s one way\n", units.format_bandwidth(res.link.bandwidth), res.link.channels,
+      units.format_time(res.link.latency))
+    out(io_, "%7s %9s %12s %12s %9s %9s\n", "nodes", "split", "t_one", "t_span", "slowdown", "speed-up")
+    for _, r in ipairs(res.rows) do
+      out(io_, "%7d %9s %12s %12s %9.3f %9.3f\n", r.nodes, r.split[1] .. "+" .. r.split[2],
+        units.format_time(r.t_one), units.format_time(r.t_span), r.slowdown, r.speedup)
+    end
+    out(io_, "%s; %s\n", res.stops_paying_at ~= json.null
+      and string.format("spanning stops paying at %d nodes", res.stops_paying_at)
+      or string.format("spanning still pays at %d nodes (the most scanned)", res.scanned_up_to),
+      res.within_max_slowdown and string.format("within MaxSlowdown up to %d nodes", res.within_max_slowdown)
+      or "over MaxSlowdown at every node count")
+  end
+  return 0
+end
+
+--- Write the speed-up chart of `xsite model --svg`.
+function M.write_chart(path, cfg, prof, results, nodes)
+  local series = {}
+  local base = model.t_one(cfg, prof, 1)
+  local ref = {}
+  for _, n in ipairs(nodes) do ref[#ref + 1] = { n, base / model.t_one(cfg, prof, n) } end
+  series[1] = { label = "one site (no link)", points = ref, dashed = true }
+  for _, res in ipairs(results) do
+    local pts = {}
+    for _, r in ipairs(res.rows) do pts[#pts + 1] = { r.nodes, base / r.t_span } end
+    series[#series + 1] = { label = string.format("%s, %s", units.format_bandwidth(res.link.bandwidth *
+      res.link.channels), units.format_time(res.link.latency)), points = pts }
+  end
+  local doc = svg.line_chart({
+    title = string.format("Speed-up of profile %s across two sites (%s)", profile.label(prof),
+      cfg.file:match("[^/]*$")),
+    xlabel = "nodes (split evenly between the sites)",
+    ylabel = "speed-up over one node",
+    series = series,
+  })
+  local f, e = io.open(path, "wb")
+  if not f then return nil, e end
+  f:write(doc)
+  f:close()
+  return true
+end
+
+function M.explain(args, io_, global)
+  local opts, pos = parse_args(args, { nodes = true, ["site-affinity"] = true, ["comm-profile"] = true,
+    constraint = true, ["time-limit"] = true, json = false })
+  if not opts then err(io_, "xsite explain: %s\n", pos) return 2 end
+  if opts.help then out(io_, "%s", USAGE.explain) return 0 end
+  if #pos > 0 then err(io_, "xsite explain: unexpected argument '%s'\n", pos[1]) return 2 end
+  if not opts.nodes then err(io_, "xsite explain: --nodes is required\n") return 2 end
+  local n, e = units.parse_integer(opts.nodes)
+  if not n then err(io_, "xsite explain: --nodes: %s\n", e) return 2 end
+  local limit
+  if opts["time-limit"] then
+    limit, e = units.parse_integer(opts["time-limit"])
+    if not limit then err(io_, "xsite explain: --time-limit: %s\n", e) return 2 end
+    limit = limit * 60
+  end
+  local cfg = load_config(global.config, io_)
+  if not cfg then return 1 end
+  local state
+  if cfg.policy.link_state_file then
+    local serr
+    state, serr = config.load_link_state(cfg.policy.link_state_file)
+    if serr then err(io_, "xsite explain: %s (using the configured link)\n", serr) end
+  end
+  local d = policy.decide({ cfg = cfg, nodes = n, affinity = opts["site-affinity"],
+    profile = opts["comm-profile"], features = opts.constraint, time_limit = limit,
+    topology = true, link_state = state })
+  if opts.json then
+    local p = d.prediction
+    out(io_, "%s\n", json.encode({
+      action = d.action, why = d.why, message = d.message, record = d.record,
+      features = d.features, req_switch = d.req_switch, wait4switch = d.wait4switch,
+      prediction = p and { nodes = p.n, split = { p.nA, p.nB }, t_one = p.t_one, t_span = p.t_span,
+        slowdown = p.slowdown } or nil,
+    }))
+  else
+    out(io_, "%s\n", policy.describe(d))
+    if d.features then out(io_, "  constraint: %s\n", d.features) end
+    if d.wait4switch then out(io_, "  --switches=1@%ds (wait for one site at most that long)\n", d.wait4switch) end
+  end
+  return d.action == "reject" and 1 or 0
+end
+
+--- Run the command line.
+-- @param args array of arguments
+-- @param io_ optional { stdout, stderr } (default io.stdout, io.stderr)
+-- @return exit status
+function M.main(args, io_)
+  io_ = io_ or { stdout = io.stdout, stderr = io.stderr }
+  local global = {}
+  local i = 1
+  while args[i] do
+    local a = args[i]
+    if a == "--config" then
+      global.config = args[i + 1]
+      if not global.config then err(io_, "xsite: --config needs a file\n") return 2 end
+      i = i + 2
+    elseif a:match("^%-%-config=") then
+      global.config = a:sub(10)
+      i = i + 1
+    else
+      break
+    end
+  end
+  local cmd = args[i]
+  local rest = {}
+  for j = i + 1, #args do rest[#rest + 1] = args[j] end
+  if cmd == nil or cmd == "-h" or cmd == "--help" or cmd == "help" then
+    out(io_, "%s", USAGE.main)
+    return cmd == nil and 2 or 0
+  end
+  local f = ({ check = M.check, model = M.model, explain = M.explain })[cmd]
+  if not f then
+    err(io_, "xsite: unknown command '%s' (try: xsite --help)\n", cmd)
+    return 2
+  end
+  -- --config may also follow the command
+  for j = #rest, 1, -1 do
+    if rest[j] == "--config" and rest[j + 1] then
+      global.config = rest[j + 1]
+      table.remove(rest, j + 1)
+      table.remove(rest, j)
+    elseif rest[j]:match("^%-%-config=") then
+      global.config = rest[j]:sub(10)
+      table.remove(rest, j)
+    end
+  end
+  return f(rest, io_, global)
+end
+
+return M

@@ -1,0 +1,530 @@
+--- xsite.conf: the one parser of the site configuration.
+--
+-- The file uses Slurm's own line syntax: `Key=Value` pairs separated by blanks,
+-- `#` comments, a trailing `\` continues a line, keys are case-insensitive,
+-- values may be double-quoted.  A line whose first key is `SiteName`,
+-- `LinkName`, `ProfileName` or `ClassName` describes one such object; any other
+-- line sets global keys (`Mode=enforce MaxSlowdown=1.10`).  See xsite.conf(5).
+--
+-- `parse` and `load` never raise on bad input: they return `nil`, a message
+-- holding every error as `file:line: Key: message` (one per line), and the
+-- array of those errors.
+-- @module xsite.config
+
+local units = require("xsite.units")
+local hostlist = require("xsite.hostlist")
+
+local M = {}
+
+--- Communication patterns the model knows (see xsite.model).
+M.PATTERNS = { "alltoall", "halo1d", "halo2d", "halo3d", "tree", "none" }
+--- Application templates the model knows (see xsite.model).
+M.TEMPLATES = { "scalar", "matmul", "linpack", "fft2d", "stencil", "alltoall" }
+--- Reserved class names.
+M.CLASSES = { "low", "medium", "high" }
+
+local function set_of(list)
+  local s = {}
+  for _, v in ipairs(list) do s[v] = true end
+  return s
+end
+
+-- Value checkers: each takes the text and returns the value or nil, message.
+local function quantity(kind, opts)
+  return function(text) return units.parse(text, kind, opts) end
+end
+
+local function integer(min)
+  return function(text)
+    local v, err = units.parse_integer(text, { zero = true })
+    if not v then return nil, err end
+    if v < min then return nil, string.format("'%s' must be at least %d", text, min) end
+    return v
+  end
+end
+
+local function enum(list)
+  local s = set_of(list)
+  return function(text)
+    local v = text:lower()
+    if not s[v] then
+      return nil, string.format("'%s' is not one of %s", text, table.concat(list, ", "))
+    end
+    return v
+  end
+end
+
+local function name(text)
+  if not text:find("^[%a_][%w_%-%.]*$") then
+    return nil, string.format("'%s' is not a valid name (letters, digits, '_', '-', '.')", text)
+  end
+  return text
+end
+
+local function name_list(text)
+  local out = {}
+  for item in (text .. ","):gmatch("([^,]*),") do
+    local v, err = name(item)
+    if not v then return nil, err end
+    out[#out + 1] = v
+  end
+  return out
+end
+
+local function path(text)
+  if text:sub(1, 1) ~= "/" then
+    return nil, string.format("'%s' is not an absolute path", text)
+  end
+  return text
+end
+
+local function nodes(text)
+  local list, err = hostlist.expand(text)
+  if not list then return nil, err end
+  return list
+end
+
+local function max_slowdown(text)
+  local v, err = units.parse(text, "number")
+  if not v then return nil, err end
+  if v < 1 then return nil, string.format("'%s' must be at least 1.0 (a slowdown factor)", text) end
+  return v
+end
+
+local function affinity(text)
+  local v = text:lower()
+  if v == "auto" or v == "pin" or v == "span" then return v end
+  return name(text)
+end
+
+-- The schema: for each kind of line, its keys in canonical spelling, the field
+-- they fill, their checker and whether they are required.
+local SCHEMA = {
+  site = {
+    { "SiteName", "name", name, true },
+    { "Nodes", "nodes", nodes, true },
+    { "Feature", "feature", name },
+    { "CoresPerNode", "cores", integer(1), true },
+    { "CorePeak", "core_peak", quantity("flops"), true },
+    { "MemBandwidth", "mem_bw", quantity("bandwidth"), true },
+    { "NetBandwidth", "net_bw", quantity("bandwidth"), true },
+    { "NetLatency", "net_latency", quantity("time"), true },
+  },
+  link = {
+    { "LinkName", "name", name, true },
+    { "Sites", "sites", name_list },
+    { "Bandwidth", "bandwidth", quantity("bandwidth"), true },
+    { "Latency", "latency", quantity("time"), true },
+    { "Channels", "channels", integer(1) },
+  },
+  profile = {
+    { "ProfileName", "name", name, true },
+    { "ClassName", "name", enum(M.CLASSES), true },
+    { "Description", "description", function(t) return t end },
+    { "Template", "template", enum(M.TEMPLATES) },
+    { "Size", "size", quantity("count") },
+    { "Iterations", "iterations", integer(1) },
+    { "Ops", "ops", quantity("count") },
+    { "Bytes", "bytes", quantity("bytes") },
+    { "Exchange", "exchange", quantity("bytes", { zero = true }) },
+    { "Steps", "steps", integer(0) },
+    { "Pattern", "pattern", enum(M.PATTERNS) },
+  },
+  global = {
+    { "Mode", "mode", enum({ "enforce", "advise", "off" }) },
+    { "MaxSlowdown", "max_slowdown", max_slowdown },
+    { "OversizeAction", "oversize", enum({ "reject", "warn", "allow" }) },
+    { "DefaultProfile", "default_profile", name },
+    { "DefaultAffinity", "default_affinity", affinity },
+    { "LinkStateFile", "link_state_file", path },
+    { "FailMode", "fail_mode", enum({ "open", "closed" }) },
+    { "ReportDir", "report_dir", path },
+  },
+}
+
+--- Defaults of the global keys.
+M.DEFAULTS = {
+  mode = "enforce",
+  max_slowdown = 1.10,
+  oversize = "warn",
+  default_affinity = "auto",
+  fail_mode = "open",
+  report_dir = "/var/spool/xsite",
+}
+
+local KEYS = {}  -- kind -> lower-case key -> schema entry
+for kind, entries in pairs(SCHEMA) do
+  KEYS[kind] = {}
+  for _, e in ipairs(entries) do KEYS[kind][e[1]:lower()] = e end
+end
+
+local RECORD_KIND = {
+  sitename = "site",
+  linkname = "link",
+  profilename = "profile",
+  classname = "profile",
+}
+
+--- Split the text into logical lines: comments removed, continuations joined.
+-- @return array of { line = first physical line number, text = joined text }
+local function logical_lines(text)
+  local out, pending, start = {}, nil, nil
+  local n = 0
+  for raw in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    raw = raw:gsub("\r$", "")
+    local body = raw:gsub("#.*$", "")
+    local cont = body:find("\\%s*$") ~= nil
+    if cont then body = body:gsub("\\%s*$", "") end
+    if pending then
+      pending = pending .. " " .. body
+    else
+      pending, start = body, n
+    end
+    if not cont then
+      out[#out + 1] = { line = start, text = pending }
+      pending = nil
+    end
+  end
+  if pending then out[#out + 1] = { line = start, text = pending } end
+  return out
+end
+
+--- Split one logical line into Key=Value pairs.
+-- @return array of { key, value }, or nil and a message
+local function tokenize(text)
+  local pairs_ = {}
+  local pos = 1
+  while true do
+    local s = text:find("%S", pos)
+    if not s then break end
+    local key, eq = text:match("^([%a][%w]*)()=", s)
+    if not key then
+      local word = text:match("^%S+", s)
+      return nil, string.format("'%s' is not Key=Value", word)
+    end
+    local value
+    if text:sub(eq + 1, eq + 1) == '"' then
+      local close = text:find('"', eq + 2, true)
+      if not close then return nil, string.format("%s: unterminated quoted value", key) end
+      value = text:sub(eq + 2, close - 1)
+      pos = close + 1
+      if text:find("^%S", pos) then
+        return nil, string.format("%s: text after the closing quote", key)
+      end
+    else
+      value = text:match("^[^%s]*", eq + 1)
+      pos = eq + 1 + #value
+      if value == "" then return nil, string.format("%s: empty value", key) end
+    end
+    pairs_[#pairs_ + 1] = { key, value }
+  end
+  return pairs_
+end
+
+--- Parse the text of a configuration.
+-- @param text the file's contents
+-- @param filename the name to put in messages
+-- @return the configuration, or nil, the messages joined by newlines, and their array
+function M.parse(text, filename)
+  if type(text) ~= "string" then
+    return nil, "xsite.conf: no text"
+  end
+  filename = filename or "xsite.conf"
+  local errs = {}
+  local function fail(line, key, msg)
+    if not line or line == 0 then
+      errs[#errs + 1] = string.format("%s: %s: %s", filename, key, msg)
+    elseif key then
+      errs[#errs + 1] = string.format("%s:%d: %s: %s", filename, line, key, msg)
+    else
+      errs[#errs + 1] = string.format("%s:%d: %s", filename, line, msg)
+    end
+  end
+
+  local cfg = {
+    file = filename,
+    sites = {}, site_by_name = {}, site_of_node = {},
+    links = {}, profiles = {},
+    policy = {}, policy_lines = {},
+    broken = {},  -- kinds of line with an error: no checks across them
+  }
+  for k, v in pairs(M.DEFAULTS) do cfg.policy[k] = v end
+
+  for _, l in ipairs(logical_lines(text)) do
+    local kv, terr = tokenize(l.text)
+    if not kv then
+      fail(l.line, nil, terr)
+    elseif #kv > 0 then
+      local kind = RECORD_KIND[kv[1][1]:lower()] or "global"
+      local obj = { line = l.line }
+      local seen = {}
+      local ok = true
+      for i, pair in ipairs(kv) do
+        local key, value = pair[1], pair[2]
+        local entry = KEYS[kind][key:lower()]
+        if not entry or (i > 1 and RECORD_KIND[key:lower()]) then
+          if RECORD_KIND[key:lower()] then
+            fail(l.line, key, "must start its own line")
+          elseif kind == "global" then
+            fail(l.line, key, "unknown key")
+          else
+            fail(l.line, key, string.format("unknown key in a %s line", kv[1][1]))
+          end
+          ok = false
+        elseif seen[entry[2]] then
+          fail(l.line, entry[1], "given twice")
+          ok = false
+        else
+          local v, verr = entry[3](value)
+          if v == nil then
+            fail(l.line, entry[1], verr)
+            ok = false
+          else
+            seen[entry[2]] = true
+            obj[entry[2]] = v
+            if kind == "global" then cfg.policy_lines[entry[2]] = l.line end
+          end
+        end
+      end
+      if not ok then cfg.broken[kind] = true end
+      if kind == "global" then
+        for k, v in pairs(obj) do
+          if k ~= "line" then cfg.policy[k] = v end
+        end
+      elseif ok then
+        for _, e in ipairs(SCHEMA[kind]) do
+          if e[4] and obj[e[2]] == nil and not (kind == "profile" and e[2] == "name") then
+            fail(l.line, e[1], string.format("missing (required in a %s line)", kv[1][1]))
+            ok = false
+          end
+        end
+        if kind == "profile" then
+          obj.class = kv[1][1]:lower() == "classname"
+        end
+        if ok then
+          local list = kind == "site" and cfg.sites or kind == "link" and cfg.links
+          if list then list[#list + 1] = obj else cfg.profiles[#cfg.profiles + 1] = obj end
+        end
+      end
+    end
+  end
+
+  M._validate(cfg, fail)
+  if #errs > 0 then
+    return nil, table.concat(errs, "\n"), errs
+  end
+  return cfg
+end
+
+-- Checks across lines.
+function M._validate(cfg, fail)
+  local feature_of = {}
+  for _, s in ipairs(cfg.sites) do
+    if cfg.site_by_name[s.name] then
+      fail(s.line, "SiteName", string.format("site '%s' already defined at line %d",
+        s.name, cfg.site_by_name[s.name].line))
+    else
+      cfg.site_by_name[s.name] = s
+    end
+    s.feature = s.feature or s.name
+    if feature_of[s.feature] then
+      fail(s.line, "Feature", string.format("feature '%s' already names site '%s'",
+        s.feature, feature_of[s.feature].name))
+    end
+    feature_of[s.feature] = s
+    s.hostlist = hostlist.compress(s.nodes)
+    for _, node in ipairs(s.nodes) do
+      local other = cfg.site_of_node[node]
+      if other and other ~= s then
+        fail(s.line, "Nodes", string.format("node '%s' is already in site '%s' (line %d)",
+          node, other.name, other.line))
+      end
+      cfg.site_of_node[node] = s
+    end
+  end
+  if #cfg.sites ~= 2 and not cfg.broken.site then
+    fail(cfg.sites[3] and cfg.sites[3].line or 0, "SiteName",
+      string.format("xsite needs exactly two sites, found %d", #cfg.sites))
+  end
+
+  if #cfg.links == 0 and not cfg.broken.link then
+    fail(0, "LinkName", "no link between the sites")
+  elseif #cfg.links > 1 then
+    fail(cfg.links[2].line, "LinkName", "only one link between the two sites is supported")
+  end
+  local link = cfg.links[1]
+  if link then
+    link.channels = link.channels or 1
+    if not link.sites and #cfg.sites == 2 then
+      link.sites = { cfg.sites[1].name, cfg.sites[2].name }
+    elseif link.sites then
+      if #link.sites ~= 2 or link.sites[1] == link.sites[2] then
+        fail(link.line, "Sites", "must name the two sites, e.g. Sites=hd,ma")
+      else
+        for _, n in ipairs(link.sites) do
+          if not cfg.site_by_name[n] then
+            fail(link.line, "Sites", string.format("unknown site '%s'", n))
+          end
+        end
+      end
+    end
+    cfg.link = link
+  end
+
+  local by_name = {}
+  for _, p in ipairs(cfg.profiles) do
+    if by_name[p.name] then
+      fail(p.line, p.class and "ClassName" or "ProfileName",
+        string.format("'%s' already defined at line %d", p.name, by_name[p.name].line))
+    elseif not p.class and set_of(M.CLASSES)[p.name] then
+      fail(p.line, "ProfileName", string.format("'%s' is a class name: use ClassName=%s", p.name, p.name))
+    end
+    by_name[p.name] = p
+    if p.template then
+      if not p.size then fail(p.line, "Size", "missing (required with Template)") end
+      for _, k in ipairs({ { "ops", "Ops" }, { "bytes", "Bytes" }, { "exchange", "Exchange" } }) do
+        if p[k[1]] then fail(p.line, k[2], "cannot be given with Template") end
+      end
+    else
+      for _, k in ipairs({ { "ops", "Ops" }, { "bytes", "Bytes" }, { "exchange", "Exchange" } }) do
+        if not p[k[1]] then fail(p.line, k[2], "missing (required without Template)") end
+      end
+      if p.size then fail(p.line, "Size", "only meaningful with Template") end
+    end
+  end
+  cfg.profile_by_name = by_name
+
+  local pol = cfg.policy
+  if pol.default_profile and not by_name[pol.default_profile] and not cfg.broken.profile then
+    fail(cfg.policy_lines.default_profile, "DefaultProfile",
+      string.format("unknown profile '%s'", pol.default_profile))
+  end
+  local aff = pol.default_affinity
+  if aff ~= "auto" and aff ~= "pin" and aff ~= "span" and not cfg.site_by_name[aff] then
+    fail(cfg.policy_lines.default_affinity, "DefaultAffinity",
+      string.format("'%s' is not auto, pin, span or a site name", aff))
+  end
+end
+
+--- Read and parse a file.
+-- @return the configuration, or nil, message, array of messages
+function M.load(filename)
+  local f, err = io.open(filename, "rb")
+  if not f then
+    return nil, string.format("%s: cannot open: %s", filename, err), { err }
+  end
+  local text = f:read("*a")
+  f:close()
+  return M.parse(text, filename)
+end
+
+--- Where xsite.conf is: `$XSITE_CONF`, else next to `$SLURM_CONF`, else /etc/slurm.
+-- @param getenv optional, defaults to os.getenv
+function M.locate(getenv)
+  getenv = getenv or os.getenv
+  local explicit = getenv("XSITE_CONF")
+  if explicit and explicit ~= "" then return explicit end
+  local slurm_conf = getenv("SLURM_CONF")
+  if slurm_conf and slurm_conf ~= "" then
+    local dir = slurm_conf:match("^(.*)/[^/]*$")
+    if dir then return (dir == "" and "" or dir) .. "/xsite.conf" end
+  end
+  return "/etc/slurm/xsite.conf"
+end
+
+--- A cached configuration: re-read at most every `interval` seconds and parsed
+-- again only when the text changed.  A bad new text keeps the last good
+-- configuration in force.
+-- @param filename the file
+-- @param interval seconds between checks (default 5)
+-- @param clock optional function returning seconds (default os.time)
+-- @return an object with method `get()` returning cfg (the last good one, or
+--   nil), and an error message when the last read failed (each new error is
+--   given once, with `true` as third value the first time)
+function M.cache(filename, interval, clock)
+  clock = clock or os.time
+  interval = interval or 5
+  local self = { filename = filename }
+  local text, good, last_err
+  local checked = nil
+  function self.get()
+    local now = clock()
+    if checked and now - checked < interval then
+      return good, last_err, false
+    end
+    checked = now
+    local f, oerr = io.open(filename, "rb")
+    local new_text
+    if f then
+      new_text = f:read("*a")
+      f:close()
+    end
+    if new_text == nil then
+      local msg = string.format("%s: cannot open: %s", filename, tostring(oerr))
+      local fresh = msg ~= last_err
+      last_err, text = msg, nil
+      return good, last_err, fresh
+    end
+    if new_text == text then
+      return good, last_err, false
+    end
+    text = new_text
+    local cfg, perr = M.parse(new_text, filename)
+    if cfg then
+      good, last_err = cfg, nil
+      return good, nil, false
+    end
+    last_err = perr
+    return good, perr, true
+  end
+  return self
+end
+
+local STATE_KEYS = {
+  state = { "State", "state", enum({ "up", "degraded", "down" }) },
+  bandwidth = { "Bandwidth", "bandwidth", quantity("bandwidth") },
+  latency = { "Latency", "latency", quantity("time") },
+  time = { "Time", "time", integer(0) },
+}
+
+--- Parse a link state file, as `xsite calibrate` writes it:
+-- `State=up|degraded|down [Bandwidth=…] [Latency=…] [Time=<epoch>]`.
+-- @return the state table, or nil and a message naming file:line and key
+function M.parse_link_state(text, filename)
+  filename = filename or "link state"
+  local st = {}
+  for _, l in ipairs(logical_lines(text or "")) do
+    local kv, terr = tokenize(l.text)
+    if not kv then return nil, string.format("%s:%d: %s", filename, l.line, terr) end
+    for _, pair in ipairs(kv) do
+      local e = STATE_KEYS[pair[1]:lower()]
+      if not e then
+        return nil, string.format("%s:%d: %s: unknown key", filename, l.line, pair[1])
+      end
+      local v, verr = e[3](pair[2])
+      if v == nil then return nil, string.format("%s:%d: %s: %s", filename, l.line, e[1], verr) end
+      st[e[2]] = v
+    end
+  end
+  if not st.state then return nil, filename .. ": State: missing" end
+  return st
+end
+
+--- Read the link state file, if there is one.
+-- @return the state, or nil when the file does not exist, or nil and a message
+function M.load_link_state(filename)
+  local f = io.open(filename, "rb")
+  if not f then return nil end
+  local text = f:read("*a")
+  f:close()
+  return M.parse_link_state(text, filename)
+end
+
+--- The other site.
+function M.other_site(cfg, site)
+  if cfg.sites[1] == site then return cfg.sites[2] end
+  return cfg.sites[1]
+end
+
+return M

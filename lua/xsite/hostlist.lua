@@ -1,0 +1,220 @@
+--- Slurm hostlist expressions, both ways.
+--
+-- `expand("hd[001-003],ma[1-2]-ib")` gives `{"hd001","hd002","hd003","ma1-ib","ma2-ib"}`;
+-- `compress` gives the shortest list of bracket expressions back.  Zero padding
+-- follows the width of a range's lower bound (`[001-140]`); several bracket
+-- groups in one name expand as a product (`r[1-2]n[1-3]`).  Bad syntax returns
+-- `nil, message`; nothing here raises on bad input.
+-- @module xsite.hostlist
+
+local M = {}
+
+--- The most names one expression may expand to.
+M.MAX_HOSTS = 1000000
+
+local NAME_CHARS = "^[%w%-%_%.]*$"
+
+-- Parse the inside of one bracket group ("001-003,7") into a list of
+-- { lo, hi, width } ranges.
+local function parse_ranges(inner, expr)
+  local ranges = {}
+  if inner == "" then
+    return nil, string.format("empty brackets in '%s'", expr)
+  end
+  for item in (inner .. ","):gmatch("([^,]*),") do
+    local lo, hi = item:match("^(%d+)%-(%d+)$")
+    if not lo then
+      lo = item:match("^(%d+)$")
+      hi = lo
+    end
+    if not lo then
+      return nil, string.format("bad range '%s' in '%s'", item, expr)
+    end
+    local a, b = tonumber(lo), tonumber(hi)
+    if #lo > 9 or #hi > 9 then
+      return nil, string.format("number too large in '%s'", expr)
+    end
+    if a > b then
+      return nil, string.format("range '%s' runs backwards in '%s'", item, expr)
+    end
+    local width = (#lo > 1 and lo:sub(1, 1) == "0") and #lo or 0
+    ranges[#ranges + 1] = { a, b, width }
+  end
+  return ranges
+end
+
+-- Split one host expression ("r[1-2]n[01-03]-ib") into literal parts and
+-- range groups.
+local function parse_host(expr)
+  local parts = {}
+  local pos = 1
+  local count = 1
+  while pos <= #expr do
+    local open = expr:find("[%[%]]", pos)
+    if not open then
+      parts[#parts + 1] = expr:sub(pos)
+      break
+    end
+    if expr:sub(open, open) == "]" then
+      return nil, string.format("unmatched ']' in '%s'", expr)
+    end
+    parts[#parts + 1] = expr:sub(pos, open - 1)
+    local close = expr:find("[%[%]]", open + 1)
+    if not close or expr:sub(close, close) ~= "]" then
+      return nil, string.format("unclosed '[' in '%s'", expr)
+    end
+    local ranges, err = parse_ranges(expr:sub(open + 1, close - 1), expr)
+    if not ranges then return nil, err end
+    local n = 0
+    for _, r in ipairs(ranges) do n = n + r[2] - r[1] + 1 end
+    count = count * n
+    if count > M.MAX_HOSTS then
+      return nil, string.format("'%s' expands to more than %d names", expr, M.MAX_HOSTS)
+    end
+    parts[#parts + 1] = ranges
+    pos = close + 1
+  end
+  for _, p in ipairs(parts) do
+    if type(p) == "string" and not p:find(NAME_CHARS) then
+      return nil, string.format("invalid character in host name '%s'", expr)
+    end
+  end
+  return parts, count
+end
+
+local function expand_parts(parts, i, prefix, out)
+  local p = parts[i]
+  if p == nil then
+    if prefix == "" then return end
+    out[#out + 1] = prefix
+    return
+  end
+  if type(p) == "string" then
+    return expand_parts(parts, i + 1, prefix .. p, out)
+  end
+  for _, r in ipairs(p) do
+    local fmt = "%0" .. r[3] .. "d"
+    for n = r[1], r[2] do
+      expand_parts(parts, i + 1, prefix .. string.format(fmt, n), out)
+    end
+  end
+end
+
+--- Split a hostlist at its top-level commas (commas inside brackets separate ranges).
+local function split_top(list)
+  local items, depth, start = {}, 0, 1
+  for i = 1, #list do
+    local c = list:sub(i, i)
+    if c == "[" then
+      depth = depth + 1
+    elseif c == "]" then
+      depth = depth - 1
+    elseif c == "," and depth == 0 then
+      items[#items + 1] = list:sub(start, i - 1)
+      start = i + 1
+    end
+  end
+  items[#items + 1] = list:sub(start)
+  return items
+end
+
+--- Expand a hostlist expression.
+-- @param list e.g. `"hd[001-140]"` or `"a[1-2],b[1-4,7]"`
+-- @return array of host names in the order written (duplicates kept), or nil and a message
+function M.expand(list)
+  if type(list) ~= "string" then
+    return nil, "hostlist must be a string"
+  end
+  if list == "" then
+    return nil, "empty hostlist"
+  end
+  local out, total = {}, 0
+  for _, item in ipairs(split_top(list)) do
+    if item == "" then
+      return nil, string.format("empty host name in '%s'", list)
+    end
+    local parts, count = parse_host(item)
+    if not parts then return nil, count end
+    total = total + count
+    if total > M.MAX_HOSTS then
+      return nil, string.format("'%s' expands to more than %d names", list, M.MAX_HOSTS)
+    end
+    expand_parts(parts, 1, "", out)
+  end
+  return out
+end
+
+-- Sort key pieces of a name: prefix, the last number, suffix.
+local function split_name(name)
+  local pre, digits, suf = name:match("^(.-)(%d+)(%D*)$")
+  if not pre then return name end
+  return pre, digits, suf
+end
+
+local function format_ranges(nums, width)
+  local fmt = "%0" .. width .. "d"
+  local out, i = {}, 1
+  while i <= #nums do
+    local j = i
+    while j < #nums and nums[j + 1] == nums[j] + 1 do j = j + 1 end
+    if j == i then
+      out[#out + 1] = string.format(fmt, nums[i])
+    else
+      out[#out + 1] = string.format(fmt, nums[i]) .. "-" .. string.format(fmt, nums[j])
+    end
+    i = j + 1
+  end
+  return out
+end
+
+--- Compress host names into a hostlist expression.
+-- Names are grouped by prefix, suffix and zero padding of their last number;
+-- groups keep the order of their first name, numbers are sorted, duplicates dropped.
+-- @param names array of host names
+-- @return the expression (`""` for an empty array)
+function M.compress(names)
+  local groups, order = {}, {}
+  for _, name in ipairs(names) do
+    local pre, digits, suf = split_name(name)
+    local key, num, width
+    if digits and #digits <= 9 then
+      num = tonumber(digits)
+      width = (#digits > 1 and digits:sub(1, 1) == "0") and #digits or 0
+      key = pre .. "\0" .. suf .. "\0" .. width
+      -- an unpadded number as wide as a padded group joins that group
+      if width == 0 and groups[pre .. "\0" .. suf .. "\0" .. #digits] then
+        width = #digits
+        key = pre .. "\0" .. suf .. "\0" .. width
+      end
+    else
+      key = name
+    end
+    local g = groups[key]
+    if not g then
+      g = { pre = pre, suf = suf or "", width = width, nums = {}, seen = {} }
+      groups[key] = g
+      order[#order + 1] = g
+    end
+    if num and not g.seen[num] then
+      g.seen[num] = true
+      g.nums[#g.nums + 1] = num
+    end
+  end
+  local out = {}
+  for _, g in ipairs(order) do
+    if #g.nums == 0 then
+      out[#out + 1] = g.pre
+    else
+      table.sort(g.nums)
+      local r = format_ranges(g.nums, g.width)
+      if #g.nums == 1 then
+        out[#out + 1] = g.pre .. r[1] .. g.suf
+      else
+        out[#out + 1] = g.pre .. "[" .. table.concat(r, ",") .. "]" .. g.suf
+      end
+    end
+  end
+  return table.concat(out, ",")
+end
+
+return M

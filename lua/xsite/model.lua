@@ -1,0 +1,296 @@
+--- The performance model: one site, and two sites joined by an extender link.
+--
+-- After Kredel, Kruse, Richling et al.: a few hardware parameters per site
+-- (cores per node q, peak per core l1, memory bandwidth per node b_m, network
+-- bandwidth per node b_l and latency), a few application parameters (#op
+-- operations, #b bytes of data, #x bytes exchanged between nodes), and a smooth
+-- roofline.  The two-site extension adds the share of #x that crosses the link
+-- for the job's communication pattern, the link's bandwidth shared by the flows
+-- that cross it, and a latency term: synchronising steps times the link's
+-- one-way latency, which Kredel's model lacks.  Every formula is in
+-- docs/model.md, with worked examples.
+--
+-- Sites are the tables of xsite.config (`cores`, `core_peak`, `mem_bw`,
+-- `net_bw`, `net_latency`); a link is `{ bandwidth, latency, channels }`; an
+-- application is `{ ops, bytes, exchange, steps, pattern }` at a node count
+-- (see `M.app`).  All times are in seconds.
+-- @module xsite.model
+
+local M = {}
+
+local floor, ceil, log, max, min = math.floor, math.ceil, math.log, math.max, math.min
+
+local function log2(x) return log(x) / log(2) end
+
+--- Application templates: problem size n, node count p →
+-- ops, bytes, exchange, steps, pattern.  w = 8 bytes (a double), c = 2w (a
+-- complex double).  See docs/model.md for where each comes from.
+M.templates = {}
+local W, C = 8, 16
+
+--- Scalar product of two vectors of length n: one reduction.
+function M.templates.scalar(n, p)
+  return 2 * n - 1, 2 * n * W, p * W, 1, "tree"
+end
+
+--- Dense matrix multiply C = A·B of n×n matrices, Cannon's algorithm on a
+-- √p × √p torus: √p shift steps, each moving one block of A and one of B.
+function M.templates.matmul(n, p)
+  local sp = math.sqrt(p)
+  return 2 * n ^ 3 - n ^ 2, 2 * n ^ 2 * W, 2 * n ^ 2 * W * sp, ceil(sp), "halo2d"
+end
+
+--- Linpack (LU with partial pivoting) of an n×n matrix: panel broadcasts and
+-- row swaps, one synchronising step per panel of 256 columns.
+function M.templates.linpack(n, p)
+  return (2 / 3) * n ^ 3, 2 * n ^ 2 * W, (1 + log2(p) / 12) * n ^ 2 * W, ceil(n / 256), "tree"
+end
+
+--- Two-dimensional FFT of n×n complex values with a transpose across nodes.
+function M.templates.fft2d(n, p)
+  return 2 * n ^ 2 * log2(n), n ^ 2 * C, n ^ 2 * log2(p) * C, max(1, ceil(log2(p))), "alltoall"
+end
+
+--- One sweep of a 7-point stencil on an n³ grid, split into p boxes: each box
+-- exchanges its six faces with its neighbours.
+function M.templates.stencil(n, p)
+  local face = (n ^ 3 / p) ^ (2 / 3)
+  return 8 * n ^ 3, 2 * n ^ 3 * W, 6 * face * W * p, 1, "halo3d"
+end
+
+--- An all-to-all exchange of n doubles in all (a transpose of distributed data).
+function M.templates.alltoall(n, p)
+  return n, n * W, n * W * (p - 1) / p, 1, "alltoall"
+end
+
+--- The application at p nodes, from a profile (xsite.profile): explicit totals,
+-- or a template evaluated at the profile's size.
+-- @return { ops, bytes, exchange, steps, pattern }
+function M.app(profile, p)
+  local it = profile.iterations or 1
+  if profile.template then
+    local ops, bytes, exchange, steps, pattern = M.templates[profile.template](profile.size, p)
+    return { ops = ops * it, bytes = bytes * it, exchange = p > 1 and exchange * it or 0,
+      steps = steps * it, pattern = profile.pattern or pattern }
+  end
+  return { ops = profile.ops * it, bytes = profile.bytes * it, exchange = profile.exchange * it,
+    steps = (profile.steps or 0) * it, pattern = profile.pattern or "alltoall" }
+end
+
+--- Kredel's bound for one cluster of p nodes, as published:
+-- l_cl(q,p) ≤ q·p·l1 · s(x/q) / (1 + (q²·p/β) · s(x/q) / (v·r·x)),
+-- with x = a/a_s, a = #op/#b, a_s = l1/b_m, v = b_l/b_m, r = #b/#x, s(z) = z/(1+z).
+-- Kredel's #x counts bytes per core; `app.exchange` counts bytes per run, so
+-- #x = exchange / q.
+-- @param site the site's hardware
+-- @param app the application at p nodes
+-- @param p nodes
+-- @param beta the network scaling factor (1: one shared network; p: one link per node)
+-- @return performance in flop/s, and the efficiency η = l_cl / (q·p·l1)
+function M.kredel(site, app, p, beta)
+  local q, l1 = site.cores, site.core_peak
+  local a = app.ops / app.bytes
+  local a_s = l1 / site.mem_bw
+  local x = a / a_s
+  local v = site.net_bw / site.mem_bw
+  local s = (x / q) / (1 + x / q)
+  local peak = q * p * l1
+  local perf
+  if app.exchange <= 0 then
+    perf = peak * s
+  else
+    local r = app.bytes / (app.exchange / q)
+    perf = peak * s / (1 + (q * q * p / beta) * s / (v * r * x))
+  end
+  return perf, perf / peak
+end
+
+-- Number of latency-bound rounds one synchronising step takes among p nodes
+-- of one site.
+local function rounds(pattern, p)
+  if p <= 1 or pattern == "none" then return 0 end
+  if pattern == "tree" or pattern == "alltoall" then return ceil(log2(p)) end
+  return 1
+end
+M.rounds = rounds
+
+-- Balanced factorisation of p into d dimensions, largest first (as
+-- MPI_Dims_create does).
+local function dims_create(p, d)
+  local factors, n, f = {}, p, 2
+  while f * f <= n do
+    while n % f == 0 do
+      factors[#factors + 1] = f
+      n = floor(n / f)
+    end
+    f = f + 1
+  end
+  if n > 1 then factors[#factors + 1] = n end
+  table.sort(factors, function(a, b) return a > b end)
+  local dims = {}
+  for i = 1, d do dims[i] = 1 end
+  for _, fac in ipairs(factors) do
+    local small = 1
+    for i = 2, d do
+      if dims[i] < dims[small] then small = i end
+    end
+    dims[small] = dims[small] * fac
+  end
+  table.sort(dims, function(a, b) return a > b end)
+  return dims
+end
+M.dims_create = dims_create
+
+-- Edges of a d-dimensional grid of p nodes (row-major, first dimension
+-- slowest) between the first nA ranks and the rest, and all its edges.
+local function grid_cut(p, d, nA)
+  local dims = dims_create(p, d)
+  local cut, total, stride = 0, 0, p
+  for k = 1, d do
+    local dk = dims[k]
+    stride = stride / dk
+    total = total + (dk - 1) * p / dk
+    -- ranks r with r < nA <= r + stride, and coordinate k of r below dk - 1
+    local lo, hi = max(0, nA - stride), nA - 1
+    while lo <= hi do
+      local block = floor(lo / stride)
+      local seg_end = min(hi, (block + 1) * stride - 1)
+      if block % dk < dk - 1 then cut = cut + seg_end - lo + 1 end
+      lo = seg_end + 1
+    end
+  end
+  return cut, total
+end
+
+local HALO_DIMS = { halo1d = 1, halo2d = 2, halo3d = 3 }
+
+--- The share of the exchanged bytes that crosses the link, and the number of
+-- node pairs that talk across it, for nA nodes at one site and nB at the
+-- other with site-major ranks.
+-- @return fraction f in [0, 1], flows
+function M.crossing(pattern, nA, nB)
+  local p = nA + nB
+  if nA == 0 or nB == 0 or pattern == "none" then return 0, 0 end
+  if pattern == "alltoall" then
+    return 2 * nA * nB / (p * (p - 1)), nA * nB
+  elseif pattern == "tree" then
+    -- a site-aware reduction: each step moves one node's share across
+    return 1 / p, min(nA, nB)
+  end
+  local cut, total = grid_cut(p, HALO_DIMS[pattern], nA)
+  return cut / total, cut
+end
+
+--- Time on p nodes of one site.
+-- @return total seconds, and { compute, network, latency }
+function M.t_site(site, app, p)
+  local compute = app.ops / (p * site.cores * site.core_peak) + app.bytes / (p * site.mem_bw)
+  local network = p > 1 and app.exchange / (p * site.net_bw) or 0
+  local latency = app.steps * rounds(app.pattern, p) * site.net_latency
+  return compute + network + latency, { compute = compute, network = network, latency = latency }
+end
+
+--- The time on n nodes at one site: at the fastest site that holds n nodes,
+-- or, when none does, at the fastest site as if it were large enough.
+-- @return seconds, parts, the site
+function M.t_one(cfg, profile, n)
+  local app = M.app(profile, n)
+  local best, parts, where
+  for pass = 1, 2 do
+    for _, site in ipairs(cfg.sites) do
+      if pass == 2 or #site.nodes >= n then
+        local t, pt = M.t_site(site, app, n)
+        if not best or t < best then best, parts, where = t, pt, site end
+      end
+    end
+    if best then break end
+  end
+  return best, parts, where
+end
+
+--- The time on nA nodes at the first site and nB at the second, across the link.
+-- Compute waits for the slower site; the bytes that stay inside a site move at
+-- the slower site's network; the bytes that cross share the link: each flow
+-- at most one channel, all flows at most `channels` channels, half of them in
+-- each direction of the full-duplex link; each synchronising step crosses
+-- the link once.
+-- @param link { bandwidth = B/s per channel, latency = s one way, channels }
+-- @return seconds, and { compute, network, link, latency, crossing_bytes, fraction, flows }
+function M.t_span(cfg, profile, nA, nB, link)
+  local A, B = cfg.sites[1], cfg.sites[2]
+  if nB == 0 then return M.t_site(A, M.app(profile, nA), nA) end
+  if nA == 0 then return M.t_site(B, M.app(profile, nB), nB) end
+  local p = nA + nB
+  local app = M.app(profile, p)
+  local _, pa = M.t_site(A, app, p)
+  local _, pb = M.t_site(B, app, p)
+  local compute = max(pa.compute, pb.compute)
+  local f, flows = M.crossing(app.pattern, nA, nB)
+  local net_bw = min(A.net_bw, B.net_bw)
+  local network = (1 - f) * app.exchange / (p * net_bw)
+  local crossing = f * app.exchange
+  local rate = min(flows, link.channels or 1) * link.bandwidth
+  rate = min(rate, min(nA, nB) * net_bw)
+  local link_time = flows > 0 and crossing / 2 / rate or 0
+  local local_rounds = rounds(app.pattern, max(nA, nB))
+  local latency = app.steps * (local_rounds * max(A.net_latency, B.net_latency)
+    + (app.pattern == "none" and 0 or link.latency))
+  return compute + network + link_time + latency, {
+    compute = compute, network = network, link = link_time, latency = latency,
+    crossing_bytes = crossing, fraction = f, flows = flows,
+  }
+end
+
+--- How n nodes split between the sites: as evenly as the sites allow, the
+-- first site taking the odd node.
+-- @return nA, nB
+function M.split(cfg, n)
+  local sa, sb = #cfg.sites[1].nodes, #cfg.sites[2].nodes
+  local nA = ceil(n / 2)
+  local nB = n - nA
+  if n <= sa + sb then
+    if nA > sa then nA, nB = sa, n - sa end
+    if nB > sb then nA, nB = n - sb, sb end
+  end
+  return nA, nB
+end
+
+--- Everything the policy and the CLI need for n nodes.
+-- @return { n, nA, nB, t_one, t_span, slowdown, speedup, one_site, parts_one, parts_span }
+-- where speedup is the gain of spanning n nodes over the largest job that
+-- fits one site (the node count capped at the larger site).
+function M.evaluate(cfg, profile, n, link)
+  local nA, nB = M.split(cfg, n)
+  local t_one, parts_one, site = M.t_one(cfg, profile, n)
+  local t_span, parts_span = M.t_span(cfg, profile, nA, nB, link)
+  local biggest = max(#cfg.sites[1].nodes, #cfg.sites[2].nodes)
+  local t_fit = n <= biggest and t_one or M.t_one(cfg, profile, biggest)
+  return {
+    n = n, nA = nA, nB = nB,
+    t_one = t_one, t_span = t_span,
+    slowdown = t_span / t_one,
+    speedup = t_fit / t_span,
+    one_site = site.name,
+    parts_one = parts_one, parts_span = parts_span,
+  }
+end
+
+--- The node count where spanning stops paying: the n (even, 2 ≤ n ≤ nmax)
+-- with the shortest time across both sites; past it, more nodes across the
+-- link make the job slower.  Also the largest n whose slowdown stays within
+-- max_slowdown.
+-- @return n_best, t_best, n_within (or nil when even n = 2 is too slow)
+function M.scaling_limit(cfg, profile, link, nmax, max_slowdown)
+  local n_best, t_best, n_within
+  for n = 2, nmax, 2 do
+    local t = M.t_span(cfg, profile, n / 2, n / 2, link)
+    if not t_best or t < t_best then n_best, t_best = n, t end
+    if max_slowdown then
+      local one = M.t_one(cfg, profile, n)
+      if t / one <= max_slowdown then n_within = n end
+    end
+  end
+  return n_best, t_best, n_within
+end
+
+return M

@@ -1,0 +1,315 @@
+--- The placement policy: keep a job at one site, or let it span both.
+--
+-- `decide` is a pure function: a job request, a configuration and the link's
+-- state in; a decision out (what to do, the constraint to set, the reason, the
+-- line for the user and the record for `admin_comment`).  It never raises on
+-- bad user input: a bad flag value becomes a `reject` decision whose message
+-- names the flag.  job_submit.lua applies the decision; `xsite explain` prints it.
+-- @module xsite.policy
+
+local model = require("xsite.model")
+local profile = require("xsite.profile")
+local units = require("xsite.units")
+
+local M = {}
+
+--- Version of the record written to admin_comment.
+M.RECORD_VERSION = 1
+
+-- Why codes in the record, and the text a user reads for each.
+local WHY = {
+  off = "xsite policy is off",
+  ["one-node"] = "a one-node job is always at one site",
+  within = "spanning costs %s (limit %s)",
+  slowdown = "spanning would be %s slower than one site (limit %s)",
+  ["user-site"] = "you asked for site %s",
+  ["user-pin"] = "you asked for one site",
+  ["user-span"] = "you asked to span both sites",
+  ["user-constraint"] = "your --constraint already selects site %s",
+  ["link-down"] = "the link between the sites is down",
+  oversize = "no single site has %d nodes",
+}
+
+local function pct(slowdown)
+  return string.format("%.0f%%", (slowdown - 1) * 100)
+end
+
+local function ratio(x)
+  return string.format("%.2fx", x)
+end
+
+-- The effective link: configured, or as measured and written to the link state.
+local function effective_link(cfg, state)
+  local link = cfg.link
+  local eff = { bandwidth = link.bandwidth, latency = link.latency,
+    channels = link.channels, state = "up", source = "config" }
+  if state then
+    eff.state = state.state or "up"
+    if state.bandwidth then eff.bandwidth, eff.source = state.bandwidth, "measured" end
+    if state.latency then eff.latency, eff.source = state.latency, "measured" end
+  end
+  return eff
+end
+M.effective_link = effective_link
+
+-- Site features named by a user constraint.
+local function sites_in_constraint(cfg, features)
+  local found = {}
+  if not features or features == "" then return found end
+  for word in features:gmatch("[%w_%-%.]+") do
+    for _, s in ipairs(cfg.sites) do
+      if s.feature == word then found[#found + 1] = s end
+    end
+  end
+  return found
+end
+
+-- Combine the user's constraint with the one xsite adds.  Slurm allows one
+-- bracket group per constraint: when the user already has one, xsite keeps
+-- the user's constraint whole and says so.
+-- @return the combined constraint, or nil and why
+local function merge(user, add)
+  if not add then return user end
+  if not user or user == "" then return add end
+  if user:find("[%[%]]") then
+    return nil, "your --constraint has its own [...] group"
+  end
+  if user:find("[|]") then user = "(" .. user .. ")" end
+  return user .. "&" .. add
+end
+M.merge = merge
+
+local function pin_constraint(sites)
+  if #sites == 1 then return sites[1].feature end
+  local f = {}
+  for i, s in ipairs(sites) do f[i] = s.feature end
+  return "[" .. table.concat(f, "|") .. "]"
+end
+
+local function fitting_sites(cfg, n)
+  local out = {}
+  for _, s in ipairs(cfg.sites) do
+    if #s.nodes >= n then out[#out + 1] = s end
+  end
+  return out
+end
+
+local function site_names(sites)
+  local t = {}
+  for i, s in ipairs(sites) do t[i] = s.name end
+  return table.concat(t, " or ")
+end
+
+-- The admin_comment record: one line of key=value words, documented in
+-- docs/admin-guide.md and parsed by `M.parse_record`.
+local function record(d)
+  local w = { "xsite", "v=" .. M.RECORD_VERSION, "action=" .. d.action, "why=" .. d.why }
+  local function add(k, v) if v ~= nil then w[#w + 1] = k .. "=" .. tostring(v) end end
+  add("mode", d.mode)
+  add("n", d.nodes)
+  add("sites", d.sites)
+  add("profile", d.profile)
+  local e = d.prediction
+  if e then
+    add("split", e.nA .. "+" .. e.nB)
+    add("t_one", string.format("%.6g", e.t_one))
+    add("t_span", string.format("%.6g", e.t_span))
+    add("slowdown", string.format("%.4f", e.slowdown))
+  end
+  add("max", d.max_slowdown and string.format("%.4g", d.max_slowdown))
+  if d.link then
+    add("link", string.format("%s,%.6g,%.6g,%s", d.link.state, d.link.bandwidth, d.link.latency,
+      d.link.source))
+  end
+  add("wait4switch", d.wait4switch)
+  return table.concat(w, " ")
+end
+
+--- Parse a record written by `decide` back into a table (values as strings).
+-- @return table, or nil and a message
+function M.parse_record(text)
+  if type(text) ~= "string" then return nil, "no record" end
+  local body = text:match("xsite v=%d+[^\n;]*")
+  if not body then return nil, "no xsite record in the text" end
+  local out = {}
+  for k, v in body:gmatch("(%w+)=(%S+)") do out[k] = v end
+  return out
+end
+
+--- Decide where a job runs.
+-- @param req a table: `cfg` (xsite.config), `nodes` (the job's node count),
+--   `affinity` (`--site-affinity`, nil for the configured default),
+--   `profile` (`--comm-profile`, nil for the default), `features` (the user's
+--   constraint), `time_limit` (seconds, optional), `topology` (true when
+--   topology/tree is configured), `link_state` (optional: `{ state, bandwidth, latency }`)
+-- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
+--   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
+--   `wait4switch`, `message` (one line for the user), `record`, `prediction`
+function M.decide(req)
+  local cfg = req.cfg
+  local pol = cfg.policy
+  local d = { mode = pol.mode, nodes = req.nodes, max_slowdown = pol.max_slowdown }
+  local function finish(action, why, text)
+    if pol.mode == "advise" and action == "reject" and why ~= "bad-request" then
+      -- advice never rejects for policy reasons: it says what enforce would do
+      action, text = "none", "would be rejected under Mode=enforce: " .. text
+    end
+    d.action, d.why = action, why
+    d.reason = text
+    if action == "reject" then
+      d.message = "xsite: job rejected: " .. text
+    else
+      local verb = ({ span = "may span both sites", pin = "pinned to one site (" .. (d.sites or "") .. ")",
+        site = "pinned to site " .. (d.sites or ""), none = "no placement change" })[action]
+      d.message = string.format("xsite: %s%s: %s", verb,
+        pol.mode == "advise" and action ~= "none" and " (advice only, Mode=advise)" or "", text)
+      if d.warning then d.message = d.message .. "; " .. d.warning end
+    end
+    if pol.mode == "advise" and action ~= "reject" then
+      d.features, d.req_switch, d.wait4switch = nil, nil, nil
+    end
+    d.record = record(d)
+    return d
+  end
+
+  if pol.mode == "off" then return finish("none", "off", WHY.off) end
+
+  local n = req.nodes
+  if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then
+    return finish("reject", "bad-request", string.format("node count '%s' is not a positive whole number",
+      tostring(n)))
+  end
+
+  local affinity = req.affinity
+  if affinity == nil or affinity == "" then affinity = pol.default_affinity end
+  local target
+  if affinity ~= "auto" and affinity ~= "pin" and affinity ~= "span" then
+    target = cfg.site_by_name[affinity]
+    if not target then
+      local valid = { "auto", "pin", "span" }
+      for _, s in ipairs(cfg.sites) do valid[#valid + 1] = s.name end
+      return finish("reject", "bad-request", string.format(
+        "--site-affinity: unknown site '%s' (valid: %s)", affinity, table.concat(valid, ", ")))
+    end
+  end
+
+  local prof, perr = profile.resolve(req.profile, cfg)
+  if not prof then
+    return finish("reject", "bad-request", "--comm-profile: " .. perr)
+  end
+  d.profile = profile.label(prof)
+
+  local link = effective_link(cfg, req.link_state)
+  d.link = link
+  local link_down = link.state == "down"
+  local ev = model.evaluate(cfg, prof, n, link)
+  d.prediction = ev
+
+  local user_sites = sites_in_constraint(cfg, req.features)
+  local fitting = fitting_sites(cfg, n)
+
+  local function constrain(add)
+    local merged, why = merge(req.features, add)
+    if merged == nil then
+      d.warning = why .. ": xsite added no site constraint"
+      return
+    end
+    d.features = merged
+  end
+
+  local function pin(why, text)
+    d.sites = site_names(fitting)
+    constrain(pin_constraint(fitting))
+    return finish("pin", why, text)
+  end
+
+  -- The user named a site, or constrained the job to one already.
+  if target then
+    d.sites = target.name
+    if n > #target.nodes then
+      return finish("reject", "oversize", string.format(
+        "--site-affinity=%s: site %s has %d nodes, the job asks for %d",
+        affinity, target.name, #target.nodes, n))
+    end
+    if #user_sites > 0 and user_sites[1] ~= target then
+      return finish("reject", "bad-request", string.format(
+        "--site-affinity=%s conflicts with --constraint naming feature %s of site %s",
+        affinity, user_sites[1].feature, user_sites[1].name))
+    end
+    if #user_sites == 0 then constrain(target.feature) end
+    return finish("site", "user-site", string.format(WHY["user-site"], target.name))
+  end
+  if #user_sites == 1 and affinity ~= "span" then
+    d.sites = user_sites[1].name
+    return finish("site", "user-constraint", string.format(WHY["user-constraint"], user_sites[1].name))
+  end
+
+  if n == 1 then return finish("none", "one-node", WHY["one-node"]) end
+
+  local slow_text = string.format(WHY.slowdown, ratio(ev.slowdown), ratio(pol.max_slowdown))
+
+  if affinity == "pin" then
+    if #fitting == 0 then
+      return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
+    end
+    return pin("user-pin", WHY["user-pin"])
+  end
+
+  if affinity == "span" then
+    if link_down then
+      if #fitting == 0 then
+        return finish("reject", "link-down", "--site-affinity=span: " .. WHY["link-down"])
+      end
+      return pin("link-down", WHY["link-down"] .. "; --site-affinity=span cannot be honoured")
+    end
+    if #user_sites > 0 then
+      return finish("reject", "bad-request", string.format(
+        "--site-affinity=span conflicts with --constraint naming feature %s of site %s",
+        user_sites[1].feature, user_sites[1].name))
+    end
+    local A, B = cfg.sites[1], cfg.sites[2]
+    d.sites = A.name .. "+" .. B.name
+    constrain(string.format("[%s*%d&%s*%d]", A.feature, ev.nA, B.feature, ev.nB))
+    return finish("span", "user-span", WHY["user-span"] ..
+      string.format(" (%d+%d nodes; predicted %s slower than one site)", ev.nA, ev.nB, ratio(ev.slowdown)))
+  end
+
+  -- auto: the model decides.
+  if link_down then
+    if #fitting > 0 then return pin("link-down", WHY["link-down"]) end
+  elseif ev.slowdown <= pol.max_slowdown then
+    d.sites = "any"
+    if req.topology and #fitting > 0 and ev.slowdown > 1 and req.time_limit then
+      -- Wait for one site for at most the time spanning would lose.
+      d.req_switch = 1
+      d.wait4switch = math.floor(req.time_limit * (ev.slowdown - 1))
+    end
+    return finish("span", "within", string.format(WHY.within, pct(ev.slowdown), ratio(pol.max_slowdown)))
+  elseif #fitting > 0 then
+    return pin("slowdown", slow_text)
+  end
+
+  -- Larger than any site, and spanning costs too much (or the link is down).
+  local why_text = string.format(WHY.oversize, n) .. "; " ..
+    (link_down and WHY["link-down"] or slow_text)
+  if pol.oversize == "reject" then
+    return finish("reject", "oversize", why_text)
+  end
+  d.sites = "any"
+  if pol.oversize == "warn" then
+    d.warning = "running anyway (OversizeAction=warn)"
+  end
+  return finish("span", "oversize", why_text)
+end
+
+--- A text summary of a decision's prediction for `xsite explain`.
+function M.describe(d)
+  local e = d.prediction
+  if not e then return d.message end
+  return string.format("%s\n  nodes %d (split %d+%d)  t_one %s  t_span %s  slowdown %s  limit %s  link %s, %s (%s)",
+    d.message, e.n, e.nA, e.nB, units.format_time(e.t_one), units.format_time(e.t_span),
+    ratio(e.slowdown), ratio(d.max_slowdown), units.format_bandwidth(d.link.bandwidth),
+    units.format_time(d.link.latency), d.link.state)
+end
+
+return M

@@ -1,0 +1,95 @@
+--- Application profiles: how a job communicates.
+--
+-- A `--comm-profile` value is one of: the name of a profile of xsite.conf
+-- (`ProfileName=gromacs …`), a class (`low`, `medium`, `high`, defined by the
+-- admin with `ClassName=`), or explicit model parameters
+-- `op=…,b=…,x=…[,steps=…][,pattern=…]` (see xsite.model).
+-- @module xsite.profile
+
+local units = require("xsite.units")
+local config = require("xsite.config")
+
+local M = {}
+
+-- Keys of an explicit spec: field, kind of quantity, required.
+local EXPLICIT = {
+  op = { "ops", "count", true },
+  b = { "bytes", "bytes", true },
+  x = { "exchange", "bytes", true, { zero = true } },
+  steps = { "steps", "count", false, { zero = true } },
+}
+local PATTERNS = {}
+for _, p in ipairs(config.PATTERNS) do PATTERNS[p] = true end
+
+--- Parse an explicit spec `op=…,b=…,x=…[,steps=…][,pattern=…]`.
+-- @return profile, or nil and a message naming the bad field
+function M.parse_explicit(spec)
+  if type(spec) ~= "string" or spec == "" then
+    return nil, "empty profile"
+  end
+  local prof = { name = spec, kind = "explicit" }
+  for item in (spec .. ","):gmatch("([^,]*),") do
+    local key, value = item:match("^%s*([%a_]+)%s*=%s*(.-)%s*$")
+    if not key then
+      return nil, string.format("'%s' is not key=value", item)
+    end
+    key = key:lower()
+    local e = EXPLICIT[key]
+    if key == "pattern" then
+      if prof.pattern then return nil, "pattern: given twice" end
+      if not PATTERNS[value:lower()] then
+        return nil, string.format("pattern: '%s' is not one of %s", value,
+          table.concat(config.PATTERNS, ", "))
+      end
+      prof.pattern = value:lower()
+    elseif not e then
+      return nil, string.format("%s: unknown field (op, b, x, steps, pattern)", key)
+    else
+      if prof[e[1]] then return nil, key .. ": given twice" end
+      local v, err = units.parse(value, e[2], e[4])
+      if not v then return nil, key .. ": " .. err end
+      if key == "steps" and v ~= math.floor(v) then
+        return nil, string.format("steps: '%s' is not a whole number", value)
+      end
+      prof[e[1]] = v
+    end
+  end
+  for key, e in pairs(EXPLICIT) do
+    if e[3] and not prof[e[1]] then
+      return nil, string.format("%s: missing (op=, b= and x= are required)", key)
+    end
+  end
+  prof.steps = prof.steps or 0
+  prof.pattern = prof.pattern or "alltoall"
+  return prof
+end
+
+--- Resolve a `--comm-profile` value against a configuration.
+-- @param spec the value, or nil for the configuration's DefaultProfile
+-- @param cfg a configuration from xsite.config
+-- @return profile, or nil and a message
+function M.resolve(spec, cfg)
+  if spec == nil or spec == "" then
+    spec = cfg.policy.default_profile
+    if not spec then return nil, "no --comm-profile given and no DefaultProfile configured" end
+  end
+  if type(spec) ~= "string" then return nil, "profile must be a string" end
+  if spec:find("=") then return M.parse_explicit(spec) end
+  local p = cfg.profile_by_name[spec]
+  if not p then
+    local names = {}
+    for _, q in ipairs(cfg.profiles) do names[#names + 1] = q.name end
+    table.sort(names)
+    return nil, string.format("unknown profile '%s' (known: %s; or op=…,b=…,x=…)", spec,
+      #names > 0 and table.concat(names, ", ") or "none")
+  end
+  return p
+end
+
+--- A one-word description of a profile for messages: its name, or "explicit".
+function M.label(prof)
+  if prof.kind == "explicit" then return "explicit" end
+  return prof.name
+end
+
+return M

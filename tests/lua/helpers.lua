@@ -1,0 +1,28 @@
+--- Shared set-up of the specs: the library on package.path, the repository's
+-- root, and a configuration built from text.
+local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/[^/]*$") or "."
+package.path = root .. "/lua/?.lua;" .. package.path
+
+local M = { root = root }
+
+--- Parse a configuration text; fail the spec on errors.
+function M.config(text)
+  local cfg, err = require("xsite.config").parse(text, "spec.conf")
+  assert(cfg, err)
+  return cfg
+end
+
+--- Two sites of `na` and `nb` nodes with the same simple hardware (1 core of
+-- 1 Gflop/s, 1 GB/s memory and network, 1 us), a 100 MB/s link with 1 ms one
+-- way, and `extra` lines appended.
+function M.two_sites(na, nb, extra)
+  local hw = "CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us"
+  return M.config(table.concat({
+    string.format("SiteName=a Nodes=a[1-%d] Feature=site_a %s", na, hw),
+    string.format("SiteName=b Nodes=b[1-%d] Feature=site_b %s", nb, hw),
+    "LinkName=l Bandwidth=100MB/s Latency=1ms",
+    extra or "",
+  }, "\n"))
+end
+
+return M
