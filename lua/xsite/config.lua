@@ -320,6 +320,7 @@ end
 -- Checks across lines.
 function M._validate(cfg, fail)
   local feature_of = {}
+  cfg.site_by_feature = feature_of
   for _, s in ipairs(cfg.sites) do
     if cfg.site_by_name[s.name] then
       fail(s.line, "SiteName", string.format("site '%s' already defined at line %d",

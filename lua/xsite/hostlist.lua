@@ -11,6 +11,8 @@ local M = {}
 
 --- The most names one expression may expand to.
 M.MAX_HOSTS = 1000000
+--- The most bracket groups one host name may have.
+M.MAX_GROUPS = 16
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
 
@@ -72,6 +74,9 @@ local function parse_host(expr)
       return nil, string.format("'%s' expands to more than %d names", expr, M.MAX_HOSTS)
     end
     parts[#parts + 1] = ranges
+    if #parts > 2 * M.MAX_GROUPS then
+      return nil, string.format("more than %d bracket groups in '%s'", M.MAX_GROUPS, expr:sub(1, 60))
+    end
     pos = close + 1
   end
   for _, p in ipairs(parts) do
@@ -173,6 +178,15 @@ end
 -- @param names array of host names
 -- @return the expression (`""` for an empty array)
 function M.compress(names)
+  -- First the zero-padded widths in use: an unpadded number as wide as a
+  -- padded group joins that group ("hd099" and "hd100" give "hd[099-100]").
+  local padded = {}
+  for _, name in ipairs(names) do
+    local pre, digits, suf = split_name(name)
+    if digits and #digits <= 9 and #digits > 1 and digits:sub(1, 1) == "0" then
+      padded[pre .. "\0" .. suf .. "\0" .. #digits] = true
+    end
+  end
   local groups, order = {}, {}
   for _, name in ipairs(names) do
     local pre, digits, suf = split_name(name)
@@ -180,18 +194,15 @@ function M.compress(names)
     if digits and #digits <= 9 then
       num = tonumber(digits)
       width = (#digits > 1 and digits:sub(1, 1) == "0") and #digits or 0
+      if width == 0 and padded[pre .. "\0" .. suf .. "\0" .. #digits] then width = #digits end
       key = pre .. "\0" .. suf .. "\0" .. width
-      -- an unpadded number as wide as a padded group joins that group
-      if width == 0 and groups[pre .. "\0" .. suf .. "\0" .. #digits] then
-        width = #digits
-        key = pre .. "\0" .. suf .. "\0" .. width
-      end
     else
-      key = name
+      -- no number, or one too long to count: the name stands alone
+      pre, suf, key = name, "", "\0" .. name
     end
     local g = groups[key]
     if not g then
-      g = { pre = pre, suf = suf or "", width = width, nums = {}, seen = {} }
+      g = { pre = pre, suf = suf, width = width, nums = {}, seen = {} }
       groups[key] = g
       order[#order + 1] = g
     end

@@ -114,59 +114,17 @@ local function rounds(pattern, p)
 end
 M.rounds = rounds
 
--- Balanced factorisation of p into d dimensions, largest first (as
--- MPI_Dims_create does).
-local function dims_create(p, d)
-  local factors, n, f = {}, p, 2
-  while f * f <= n do
-    while n % f == 0 do
-      factors[#factors + 1] = f
-      n = floor(n / f)
-    end
-    f = f + 1
-  end
-  if n > 1 then factors[#factors + 1] = n end
-  table.sort(factors, function(a, b) return a > b end)
-  local dims = {}
-  for i = 1, d do dims[i] = 1 end
-  for _, fac in ipairs(factors) do
-    local small = 1
-    for i = 2, d do
-      if dims[i] < dims[small] then small = i end
-    end
-    dims[small] = dims[small] * fac
-  end
-  table.sort(dims, function(a, b) return a > b end)
-  return dims
-end
-M.dims_create = dims_create
-
--- Edges of a d-dimensional grid of p nodes (row-major, first dimension
--- slowest) between the first nA ranks and the rest, and all its edges.
-local function grid_cut(p, d, nA)
-  local dims = dims_create(p, d)
-  local cut, total, stride = 0, 0, p
-  for k = 1, d do
-    local dk = dims[k]
-    stride = stride / dk
-    total = total + (dk - 1) * p / dk
-    -- ranks r with r < nA <= r + stride, and coordinate k of r below dk - 1
-    local lo, hi = max(0, nA - stride), nA - 1
-    while lo <= hi do
-      local block = floor(lo / stride)
-      local seg_end = min(hi, (block + 1) * stride - 1)
-      if block % dk < dk - 1 then cut = cut + seg_end - lo + 1 end
-      lo = seg_end + 1
-    end
-  end
-  return cut, total
-end
-
 local HALO_DIMS = { halo1d = 1, halo2d = 2, halo3d = 3 }
 
 --- The share of the exchanged bytes that crosses the link, and the number of
 -- node pairs that talk across it, for nA nodes at one site and nB at the
 -- other with site-major ranks.
+--
+-- Halos: the job's domain is a d-dimensional box cut into p near-cubic
+-- boxes of side L = p^(1/d) (the decomposition the templates assume for #x);
+-- site-major ranks put the sites on either side of one plane, which cuts
+-- L^(d-1) of the d·(p − L^(d-1)) neighbour pairs.  Exact for p = L^d; for
+-- 1-D, one of the p − 1 pairs.
 -- @return fraction f in [0, 1], flows
 function M.crossing(pattern, nA, nB)
   local p = nA + nB
@@ -177,8 +135,11 @@ function M.crossing(pattern, nA, nB)
     -- a site-aware reduction: each step moves one node's share across
     return 1 / p, min(nA, nB)
   end
-  local cut, total = grid_cut(p, HALO_DIMS[pattern], nA)
-  return cut / total, cut
+  local d = HALO_DIMS[pattern]
+  if d == 1 then return 1 / (p - 1), 1 end
+  local cut = p ^ ((d - 1) / d)
+  local total = d * (p - cut)
+  return min(1, cut / total), max(1, floor(cut + 0.5))
 end
 
 --- Time on p nodes of one site.
@@ -253,6 +214,37 @@ function M.split(cfg, n)
     if nB > sb then nA, nB = n - sb, sb end
   end
   return nA, nB
+end
+
+-- Evaluations already made, by profile, link and node count (weak keys: a
+-- reloaded configuration brings new profile tables and the old ones go).
+local eval_cache = setmetatable({}, { __mode = "k" })
+
+--- `evaluate`, remembered: the policy sees the same few job shapes again and
+-- again.  Profiles and links must not change once evaluated (those of
+-- xsite.config and xsite.profile never do).
+function M.evaluate_cached(cfg, profile, n, link)
+  local by_link = eval_cache[profile]
+  if not by_link then
+    by_link = setmetatable({}, { __mode = "k" })
+    eval_cache[profile] = by_link
+  end
+  local by_n = by_link[link]
+  if not by_n or by_n.cfg ~= cfg then
+    by_n = { cfg = cfg, size = 0 }
+    by_link[link] = by_n
+  end
+  local r = by_n[n]
+  if not r then
+    if by_n.size >= 4096 then
+      by_n = { cfg = cfg, size = 0 }
+      by_link[link] = by_n
+    end
+    r = M.evaluate(cfg, profile, n, link)
+    by_n[n] = r
+    by_n.size = by_n.size + 1
+  end
+  return r
 end
 
 --- Everything the policy and the CLI need for n nodes.

@@ -38,16 +38,29 @@ local function ratio(x)
   return string.format("%.2fx", x)
 end
 
--- The effective link: configured, or as measured and written to the link state.
+-- The effective link: configured, or as measured and written to the link
+-- state.  The same configuration and state give the same table, so that
+-- evaluations can be remembered by link.
+local links = setmetatable({}, { __mode = "k" })
+local NO_STATE = {}
+
 local function effective_link(cfg, state)
+  local by_state = links[cfg]
+  if not by_state then
+    by_state = setmetatable({}, { __mode = "k" })
+    links[cfg] = by_state
+  end
+  local eff = by_state[state or NO_STATE]
+  if eff then return eff end
   local link = cfg.link
-  local eff = { bandwidth = link.bandwidth, latency = link.latency,
+  eff = { bandwidth = link.bandwidth, latency = link.latency,
     channels = link.channels, state = "up", source = "config" }
   if state then
     eff.state = state.state or "up"
     if state.bandwidth then eff.bandwidth, eff.source = state.bandwidth, "measured" end
     if state.latency then eff.latency, eff.source = state.latency, "measured" end
   end
+  by_state[state or NO_STATE] = eff
   return eff
 end
 M.effective_link = effective_link
@@ -57,9 +70,8 @@ local function sites_in_constraint(cfg, features)
   local found = {}
   if not features or features == "" then return found end
   for word in features:gmatch("[%w_%-%.]+") do
-    for _, s in ipairs(cfg.sites) do
-      if s.feature == word then found[#found + 1] = s end
-    end
+    local s = cfg.site_by_feature[word]
+    if s then found[#found + 1] = s end
   end
   return found
 end
@@ -101,28 +113,17 @@ local function site_names(sites)
 end
 
 -- The admin_comment record: one line of key=value words, documented in
--- docs/admin-guide.md and parsed by `M.parse_record`.
+-- docs/admin-guide.md and parsed by `M.parse_record`.  Built with one
+-- format call: slurmctld runs this for every job under its locks.
 local function record(d)
-  local w = { "xsite", "v=" .. M.RECORD_VERSION, "action=" .. d.action, "why=" .. d.why }
-  local function add(k, v) if v ~= nil then w[#w + 1] = k .. "=" .. tostring(v) end end
-  add("mode", d.mode)
-  add("n", d.nodes)
-  add("sites", d.sites)
-  add("profile", d.profile)
-  local e = d.prediction
-  if e then
-    add("split", e.nA .. "+" .. e.nB)
-    add("t_one", string.format("%.6g", e.t_one))
-    add("t_span", string.format("%.6g", e.t_span))
-    add("slowdown", string.format("%.4f", e.slowdown))
-  end
-  add("max", d.max_slowdown and string.format("%.4g", d.max_slowdown))
-  if d.link then
-    add("link", string.format("%s,%.6g,%.6g,%s", d.link.state, d.link.bandwidth, d.link.latency,
-      d.link.source))
-  end
-  add("wait4switch", d.wait4switch)
-  return table.concat(w, " ")
+  local head = string.format("xsite v=%d action=%s why=%s mode=%s n=%s", M.RECORD_VERSION,
+    d.action, d.why, d.mode, tostring(d.nodes))
+  local e, l = d.prediction, d.link
+  if not e then return head end
+  return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..
+    " link=%s,%.6g,%.6g,%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
+    e.slowdown, d.max_slowdown, l.state, l.bandwidth, l.latency, l.source,
+    d.wait4switch and " wait4switch=" .. d.wait4switch or "")
 end
 
 --- Parse a record written by `decide` back into a table (values as strings).
@@ -159,8 +160,16 @@ function M.decide(req)
     if action == "reject" then
       d.message = "xsite: job rejected: " .. text
     else
-      local verb = ({ span = "may span both sites", pin = "pinned to one site (" .. (d.sites or "") .. ")",
-        site = "pinned to site " .. (d.sites or ""), none = "no placement change" })[action]
+      local verb
+      if action == "span" then
+        verb = "may span both sites"
+      elseif action == "pin" then
+        verb = "pinned to one site (" .. d.sites .. ")"
+      elseif action == "site" then
+        verb = "pinned to site " .. d.sites
+      else
+        verb = "no placement change"
+      end
       d.message = string.format("xsite: %s%s: %s", verb,
         pol.mode == "advise" and action ~= "none" and " (advice only, Mode=advise)" or "", text)
       if d.warning then d.message = d.message .. "; " .. d.warning end
@@ -199,14 +208,25 @@ function M.decide(req)
   end
   d.profile = profile.label(prof)
 
+  local fitting = fitting_sites(cfg, n)
+  -- Requests that cannot be met need no prediction.
+  if target and n > #target.nodes then
+    d.sites = target.name
+    return finish("reject", "oversize", string.format(
+      "--site-affinity=%s: site %s has %d nodes, the job asks for %d",
+      affinity, target.name, #target.nodes, n))
+  end
+  if affinity == "pin" and #fitting == 0 and n > 1 then
+    return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
+  end
+
   local link = effective_link(cfg, req.link_state)
   d.link = link
   local link_down = link.state == "down"
-  local ev = model.evaluate(cfg, prof, n, link)
+  local ev = model.evaluate_cached(cfg, prof, n, link)
   d.prediction = ev
 
   local user_sites = sites_in_constraint(cfg, req.features)
-  local fitting = fitting_sites(cfg, n)
 
   local function constrain(add)
     local merged, why = merge(req.features, add)
@@ -226,11 +246,6 @@ function M.decide(req)
   -- The user named a site, or constrained the job to one already.
   if target then
     d.sites = target.name
-    if n > #target.nodes then
-      return finish("reject", "oversize", string.format(
-        "--site-affinity=%s: site %s has %d nodes, the job asks for %d",
-        affinity, target.name, #target.nodes, n))
-    end
     if #user_sites > 0 and user_sites[1] ~= target then
       return finish("reject", "bad-request", string.format(
         "--site-affinity=%s conflicts with --constraint naming feature %s of site %s",
@@ -248,12 +263,7 @@ function M.decide(req)
 
   local slow_text = string.format(WHY.slowdown, ratio(ev.slowdown), ratio(pol.max_slowdown))
 
-  if affinity == "pin" then
-    if #fitting == 0 then
-      return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
-    end
-    return pin("user-pin", WHY["user-pin"])
-  end
+  if affinity == "pin" then return pin("user-pin", WHY["user-pin"]) end
 
   if affinity == "span" then
     if link_down then

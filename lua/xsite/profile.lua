@@ -64,6 +64,8 @@ function M.parse_explicit(spec)
   return prof
 end
 
+local explicit_cache, explicit_cache_size = {}, 0
+
 --- Resolve a `--comm-profile` value against a configuration.
 -- @param spec the value, or nil for the configuration's DefaultProfile
 -- @param cfg a configuration from xsite.config
@@ -74,7 +76,16 @@ function M.resolve(spec, cfg)
     if not spec then return nil, "no --comm-profile given and no DefaultProfile configured" end
   end
   if type(spec) ~= "string" then return nil, "profile must be a string" end
-  if spec:find("=") then return M.parse_explicit(spec) end
+  if spec:find("=") then
+    -- explicit specs repeat (job arrays, scripts): parse each text once
+    local hit = explicit_cache[spec]
+    if hit then return hit[1], hit[2] end
+    local prof, err = M.parse_explicit(spec)
+    if explicit_cache_size >= 1000 then explicit_cache, explicit_cache_size = {}, 0 end
+    explicit_cache[spec] = { prof, err }
+    explicit_cache_size = explicit_cache_size + 1
+    return prof, err
+  end
   local p = cfg.profile_by_name[spec]
   if not p then
     local names = {}

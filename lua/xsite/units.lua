@@ -36,7 +36,10 @@ end
 KINDS.bytes = {
   units = "B, kB, MB, GB, TB, KiB, MiB, GiB, TiB",
   bare = true,
-  factor = byte_factor,
+  factor = function(u)
+    if u == "" then return 1 end
+    return byte_factor(u)
+  end,
 }
 
 KINDS.bandwidth = {

@@ -76,20 +76,32 @@ describe("xsite.model crossing traffic", function()
     assert.are.equal(1, flows)
   end)
 
-  it("counts the cut of a 2-D grid split site-major, staircase included", function()
-    -- p = 6: a 3x2 grid, 7 edges; ranks 0-2 at site A cut (1,3), (2,4), (2,3)
-    local f, flows = model.crossing("halo2d", 3, 3)
-    assert.is_true(close(f, 3 / 7))
-    assert.are.equal(3, flows)
-    -- p = 16: 4x4, 24 edges; a straight cut of 4 edges
-    f = model.crossing("halo2d", 8, 8)
+  it("cuts a 4x4 grid in half with 4 of its 24 edges", function()
+    local f, flows = model.crossing("halo2d", 8, 8)
     assert.is_true(close(f, 4 / 24))
+    assert.are.equal(4, flows)
   end)
 
   it("cuts a 2x2x2 grid in half with 4 of its 12 edges", function()
     local f, flows = model.crossing("halo3d", 4, 4)
     assert.is_true(close(f, 4 / 12))
     assert.are.equal(4, flows)
+  end)
+
+  it("cuts a 4x4x4 grid with 16 of its 144 edges, wherever the sites split it", function()
+    assert.is_true(close(model.crossing("halo3d", 32, 32), 16 / 144))
+    assert.is_true(close(model.crossing("halo3d", 48, 16), 16 / 144))
+  end)
+
+  it("sends a smaller share across as halo jobs grow, never more than all", function()
+    for _, pattern in ipairs({ "halo1d", "halo2d", "halo3d" }) do
+      local last = 1
+      for p = 2, 300 do
+        local f = model.crossing(pattern, p - math.floor(p / 2), math.floor(p / 2))
+        assert.is_true(f <= last and f > 0, pattern .. " p=" .. p)
+        last = f
+      end
+    end
   end)
 
   it("moves one node's share of a site-aware reduction across", function()
@@ -101,12 +113,6 @@ describe("xsite.model crossing traffic", function()
   it("crosses nothing for embarrassingly parallel jobs or one site", function()
     assert.are.equal(0, (model.crossing("none", 4, 4)))
     assert.are.equal(0, (model.crossing("alltoall", 4, 0)))
-  end)
-
-  it("factorises like MPI_Dims_create", function()
-    assert.are.same({ 3, 2, 2 }, model.dims_create(12, 3))
-    assert.are.same({ 4, 4 }, model.dims_create(16, 2))
-    assert.are.same({ 7, 1 }, model.dims_create(7, 2))
   end)
 end)
 
