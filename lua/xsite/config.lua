@@ -283,28 +283,38 @@ function M.parse(text, filename)
           else
             seen[entry[2]] = true
             obj[entry[2]] = v
-            if kind == "global" then cfg.policy_lines[entry[2]] = l.line end
+            if kind == "global" then
+              local first = cfg.policy_lines[entry[2]]
+              if first then
+                fail(l.line, entry[1], string.format("already set at line %d", first))
+              else
+                cfg.policy_lines[entry[2]] = l.line
+              end
+            end
           end
         end
       end
-      if not ok then cfg.broken[kind] = true end
       if kind == "global" then
         for k, v in pairs(obj) do
           if k ~= "line" then cfg.policy[k] = v end
         end
-      elseif ok then
-        for _, e in ipairs(SCHEMA[kind]) do
-          if e[4] and obj[e[2]] == nil and not (kind == "profile" and e[2] == "name") then
-            fail(l.line, e[1], string.format("missing (required in a %s line)", kv[1][1]))
-            ok = false
+      else
+        if ok then
+          for _, e in ipairs(SCHEMA[kind]) do
+            if e[4] and obj[e[2]] == nil and not (kind == "profile" and e[2] == "name") then
+              fail(l.line, e[1], string.format("missing (required in a %s line)", kv[1][1]))
+              ok = false
+            end
           end
         end
-        if kind == "profile" then
+        if not ok then
+          cfg.broken[kind] = true  -- no checks across lines of this kind
+        elseif kind == "profile" then
           obj.class = kv[1][1]:lower() == "classname"
-        end
-        if ok then
-          local list = kind == "site" and cfg.sites or kind == "link" and cfg.links
-          if list then list[#list + 1] = obj else cfg.profiles[#cfg.profiles + 1] = obj end
+          cfg.profiles[#cfg.profiles + 1] = obj
+        else
+          local list = kind == "site" and cfg.sites or cfg.links
+          list[#list + 1] = obj
         end
       end
     end
@@ -337,7 +347,9 @@ function M._validate(cfg, fail)
     s.hostlist = hostlist.compress(s.nodes)
     for _, node in ipairs(s.nodes) do
       local other = cfg.site_of_node[node]
-      if other and other ~= s then
+      if other == s then
+        fail(s.line, "Nodes", string.format("node '%s' is listed twice", node))
+      elseif other then
         fail(s.line, "Nodes", string.format("node '%s' is already in site '%s' (line %d)",
           node, other.name, other.line))
       end
@@ -345,7 +357,8 @@ function M._validate(cfg, fail)
     end
   end
   if #cfg.sites ~= 2 and not cfg.broken.site then
-    fail(cfg.sites[3] and cfg.sites[3].line or 0, "SiteName",
+    local at = cfg.sites[math.min(#cfg.sites, 3)]
+    fail(at and at.line or 0, "SiteName",
       string.format("xsite needs exactly two sites, found %d", #cfg.sites))
   end
 
@@ -429,7 +442,8 @@ function M.locate(getenv)
   local slurm_conf = getenv("SLURM_CONF")
   if slurm_conf and slurm_conf ~= "" then
     local dir = slurm_conf:match("^(.*)/[^/]*$")
-    if dir then return (dir == "" and "" or dir) .. "/xsite.conf" end
+    if not dir then return "xsite.conf" end
+    return dir .. "/xsite.conf"
   end
   return "/etc/slurm/xsite.conf"
 end
@@ -440,12 +454,17 @@ end
 -- @param filename the file
 -- @param interval seconds between checks (default 5)
 -- @param clock optional function returning seconds (default os.time)
--- @return an object with method `get()` returning cfg (the last good one, or
---   nil), and an error message when the last read failed (each new error is
---   given once, with `true` as third value the first time)
-function M.cache(filename, interval, clock)
+-- @param opts optional: `parse` (function(text, filename), default
+--   `M.parse`), `missing_ok` (a missing file is no error and drops the
+--   last good value: for the link state file)
+-- @return an object with method `get()` returning the value (the last good
+--   one, or nil), the error message of the last read if it failed, and
+--   `true` as third value the first time an error is given
+function M.cache(filename, interval, clock, opts)
   clock = clock or os.time
   interval = interval or 5
+  local parse = opts and opts.parse
+  local missing_ok = opts and opts.missing_ok
   local self = { filename = filename }
   local text, good, last_err
   local checked = nil
@@ -462,18 +481,23 @@ function M.cache(filename, interval, clock)
       f:close()
     end
     if new_text == nil then
+      text = nil
+      if missing_ok then
+        good, last_err = nil, nil
+        return nil, nil, false
+      end
       local msg = string.format("%s: cannot open: %s", filename, tostring(oerr))
       local fresh = msg ~= last_err
-      last_err, text = msg, nil
+      last_err = msg
       return good, last_err, fresh
     end
     if new_text == text then
       return good, last_err, false
     end
     text = new_text
-    local cfg, perr = M.parse(new_text, filename)
-    if cfg then
-      good, last_err = cfg, nil
+    local value, perr = (parse or M.parse)(new_text, filename)
+    if value then
+      good, last_err = value, nil
       return good, nil, false
     end
     last_err = perr

@@ -46,8 +46,8 @@ local function encode(v, out)
   elseif ty == "number" then
     if v ~= v or v == math.huge or v == -math.huge then
       out[#out + 1] = "null"
-    elseif v == math.floor(v) and math.abs(v) < 1e15 then
-      out[#out + 1] = string.format("%d", v)
+    elseif v == math.floor(v) and math.abs(v) <= 2 ^ 53 then
+      out[#out + 1] = string.format("%.0f", v)
     else
       out[#out + 1] = string.format("%.10g", v)
     end

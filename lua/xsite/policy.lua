@@ -121,9 +121,10 @@ local function record(d)
   local e, l = d.prediction, d.link
   if not e then return head end
   return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..
-    " link=%s,%.6g,%.6g,%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
+    " link=%s,%.6g,%.6g,%s%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
     e.slowdown, d.max_slowdown, l.state, l.bandwidth, l.latency, l.source,
-    d.wait4switch and " wait4switch=" .. d.wait4switch or "")
+    d.wait4switch and " wait4switch=" .. d.wait4switch or "",
+    d.constraint and " constraint=" .. d.constraint or "")
 end
 
 --- Parse a record written by `decide` back into a table (values as strings).
@@ -150,6 +151,11 @@ function M.decide(req)
   local cfg = req.cfg
   local pol = cfg.policy
   local d = { mode = pol.mode, nodes = req.nodes, max_slowdown = pol.max_slowdown }
+  -- the user's own constraint, kept in the record so that a later
+  -- modification can decide again from it
+  if req.features and req.features ~= "" and not req.features:find("%s") then
+    d.constraint = req.features
+  end
   local function finish(action, why, text)
     if pol.mode == "advise" and action == "reject" and why ~= "bad-request" then
       -- advice never rejects for policy reasons: it says what enforce would do
