@@ -137,6 +137,7 @@ function M.check(args, io_, global)
     for _, e in ipairs(errs) do err(io_, "%s\n", e) end
     return 1
   end
+
   local n = #cfg.sites[1].nodes + #cfg.sites[2].nodes
   out(io_, "%s: OK: sites %s (%d nodes) and %s (%d nodes), link %s %s, %d profiles\n", path,
     cfg.sites[1].name, #cfg.sites[1].nodes, cfg.sites[2].name, #cfg.sites[2].nodes,
@@ -302,43 +303,41 @@ end
 -- @return exit status
 function M.main(args, io_)
   io_ = io_ or { stdout = io.stdout, stderr = io.stderr }
-  local global = {}
+  -- --config FILE may stand before or after the command; take it out first
+  local global, rest = {}, {}
   local i = 1
-  while args[i] do
+  while i <= #args do
     local a = args[i]
-    if a == "--config" then
-      global.config = args[i + 1]
-      if not global.config then err(io_, "xsite: --config needs a file\n") return 2 end
-      i = i + 2
-    elseif a:match("^%-%-config=") then
-      global.config = a:sub(10)
-      i = i + 1
+    if a == "--config" or a:match("^%-%-config=") then
+      local v = a:match("^%-%-config=(.*)$")
+      if not v then
+        i = i + 1
+        v = args[i]
+      end
+      if v == nil or v == "" then err(io_, "xsite: --config needs a file\n") return 2 end
+      global.config = v
     else
-      break
+      rest[#rest + 1] = a
     end
+    i = i + 1
   end
-  local cmd = args[i]
-  local rest = {}
-  for j = i + 1, #args do rest[#rest + 1] = args[j] end
-  if cmd == nil or cmd == "-h" or cmd == "--help" or cmd == "help" then
+  local cmd = table.remove(rest, 1)
+  if cmd == "-h" or cmd == "--help" or cmd == "help" then
     out(io_, "%s", USAGE.main)
-    return cmd == nil and 2 or 0
+    return 0
+  end
+  if cmd == nil then
+    err(io_, "%s", USAGE.main)
+    return 2
+  end
+  if cmd:sub(1, 1) == "-" then
+    err(io_, "xsite: unknown option %s (try: xsite --help)\n", cmd)
+    return 2
   end
   local f = ({ check = M.check, model = M.model, explain = M.explain })[cmd]
   if not f then
     err(io_, "xsite: unknown command '%s' (try: xsite --help)\n", cmd)
     return 2
-  end
-  -- --config may also follow the command
-  for j = #rest, 1, -1 do
-    if rest[j] == "--config" and rest[j + 1] then
-      global.config = rest[j + 1]
-      table.remove(rest, j + 1)
-      table.remove(rest, j)
-    elseif rest[j]:match("^%-%-config=") then
-      global.config = rest[j]:sub(10)
-      table.remove(rest, j)
-    end
   end
   return f(rest, io_, global)
 end

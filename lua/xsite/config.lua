@@ -426,7 +426,8 @@ end
 function M.load(filename)
   local f, err = io.open(filename, "rb")
   if not f then
-    return nil, string.format("%s: cannot open: %s", filename, err), { err }
+    local msg = string.format("%s: cannot open: %s", filename, (err:gsub("^[^:]*: ", "")))
+    return nil, msg, { msg }
   end
   local text = f:read("*a")
   f:close()
@@ -486,7 +487,7 @@ function M.cache(filename, interval, clock, opts)
         good, last_err = nil, nil
         return nil, nil, false
       end
-      local msg = string.format("%s: cannot open: %s", filename, tostring(oerr))
+      local msg = string.format("%s: cannot open: %s", filename, (tostring(oerr):gsub("^[^:]*: ", "")))
       local fresh = msg ~= last_err
       last_err = msg
       return good, last_err, fresh

@@ -20,7 +20,7 @@ M.RECORD_VERSION = 1
 local WHY = {
   off = "xsite policy is off",
   ["one-node"] = "a one-node job is always at one site",
-  within = "spanning costs %s (limit %s)",
+  within = "spanning would be %s slower than one site (within the limit %s)",
   slowdown = "spanning would be %s slower than one site (limit %s)",
   ["user-site"] = "you asked for site %s",
   ["user-pin"] = "you asked for one site",
@@ -29,10 +29,6 @@ local WHY = {
   ["link-down"] = "the link between the sites is down",
   oversize = "no single site has %d nodes",
 }
-
-local function pct(slowdown)
-  return string.format("%.0f%%", (slowdown - 1) * 100)
-end
 
 local function ratio(x)
   return string.format("%.2fx", x)
@@ -106,10 +102,11 @@ local function fitting_sites(cfg, n)
   return out
 end
 
+-- Site names as the record writes them: "a|b" (either), "a+b" (both).
 local function site_names(sites)
   local t = {}
   for i, s in ipairs(sites) do t[i] = s.name end
-  return table.concat(t, " or ")
+  return table.concat(t, "|")
 end
 
 -- The admin_comment record: one line of key=value words, documented in
@@ -170,7 +167,7 @@ function M.decide(req)
       if action == "span" then
         verb = "may span both sites"
       elseif action == "pin" then
-        verb = "pinned to one site (" .. d.sites .. ")"
+        verb = "pinned to one site (" .. d.sites:gsub("|", " or ") .. ")"
       elseif action == "site" then
         verb = "pinned to site " .. d.sites
       else
@@ -300,7 +297,7 @@ function M.decide(req)
       d.req_switch = 1
       d.wait4switch = math.floor(req.time_limit * (ev.slowdown - 1))
     end
-    return finish("span", "within", string.format(WHY.within, pct(ev.slowdown), ratio(pol.max_slowdown)))
+    return finish("span", "within", string.format(WHY.within, ratio(ev.slowdown), ratio(pol.max_slowdown)))
   elseif #fitting > 0 then
     return pin("slowdown", slow_text)
   end

@@ -167,7 +167,7 @@ local function decide(job_desc, slurm, flags)
     link_state = link_state(cfg, slurm),
   })
   slurm.log_info("xsite: job of uid %s: %s", tostring(job_desc.user_id), d.record)
-  slurm.log_user("%s", d.message)
+  if d.why ~= "off" then slurm.log_user("%s", d.message) end
   if d.action == "reject" then
     if d.why == "oversize" then return M.ESLURM_INVALID_NODE_COUNT end
     return M.ESLURM_INVALID_FEATURE
