@@ -421,16 +421,28 @@ function M._validate(cfg, fail)
   end
 end
 
+--- Read a whole file.
+-- @return its text, or nil, "FILE: cannot open|read: reason", and whether
+--   the file does not exist
+function M.read_file(filename)
+  local f, err, code = io.open(filename, "rb")
+  if not f then
+    return nil, string.format("%s: cannot open: %s", filename, (tostring(err):gsub("^[^:]*: ", ""))),
+      code == 2
+  end
+  local text, rerr = f:read("*a")
+  f:close()
+  if not text then
+    return nil, string.format("%s: cannot read: %s", filename, tostring(rerr)), false
+  end
+  return text
+end
+
 --- Read and parse a file.
 -- @return the configuration, or nil, message, array of messages
 function M.load(filename)
-  local f, err = io.open(filename, "rb")
-  if not f then
-    local msg = string.format("%s: cannot open: %s", filename, (err:gsub("^[^:]*: ", "")))
-    return nil, msg, { msg }
-  end
-  local text = f:read("*a")
-  f:close()
+  local text, err = M.read_file(filename)
+  if not text then return nil, err, { err } end
   return M.parse(text, filename)
 end
 
@@ -475,19 +487,13 @@ function M.cache(filename, interval, clock, opts)
       return good, last_err, false
     end
     checked = now
-    local f, oerr = io.open(filename, "rb")
-    local new_text
-    if f then
-      new_text = f:read("*a")
-      f:close()
-    end
+    local new_text, msg, missing = M.read_file(filename)
     if new_text == nil then
       text = nil
-      if missing_ok then
+      if missing and missing_ok then
         good, last_err = nil, nil
         return nil, nil, false
       end
-      local msg = string.format("%s: cannot open: %s", filename, (tostring(oerr):gsub("^[^:]*: ", "")))
       local fresh = msg ~= last_err
       last_err = msg
       return good, last_err, fresh
@@ -540,10 +546,11 @@ end
 --- Read the link state file, if there is one.
 -- @return the state, or nil when the file does not exist, or nil and a message
 function M.load_link_state(filename)
-  local f = io.open(filename, "rb")
-  if not f then return nil end
-  local text = f:read("*a")
-  f:close()
+  local text, err, missing = M.read_file(filename)
+  if not text then
+    if missing then return nil end
+    return nil, err
+  end
   return M.parse_link_state(text, filename)
 end
 

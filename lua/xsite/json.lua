@@ -89,4 +89,139 @@ function M.encode(v)
   return table.concat(out)
 end
 
+-- Decoding: a strict recursive-descent reader of RFC 8259 JSON.  Never
+-- raises on bad input: `decode` returns nil and a message with the offset.
+
+local ESCAPES = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
+
+local function utf8_char(cp)
+  if cp < 0x80 then return string.char(cp) end
+  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+  if cp < 0x10000 then
+    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+  end
+  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
+    0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+local decode_value
+
+local function skip(s, i)
+  return s:find("[^ \t\r\n]", i) or #s + 1
+end
+
+local function fail(i, msg)
+  error({ json = string.format("offset %d: %s", i, msg) }, 0)
+end
+
+local function decode_string(s, i)
+  local out, j = {}, i + 1
+  while true do
+    local c = s:sub(j, j)
+    if c == "" then fail(i, "unterminated string") end
+    if c == '"' then return table.concat(out), j + 1 end
+    if c == "\\" then
+      local e = s:sub(j + 1, j + 1)
+      if e == "u" then
+        local hex = s:match("^%x%x%x%x", j + 2)
+        if not hex then fail(j, "bad \\u escape") end
+        local cp = tonumber(hex, 16)
+        j = j + 6
+        if cp >= 0xDC00 and cp <= 0xDFFF then fail(j - 6, "unpaired surrogate") end
+        if cp >= 0xD800 and cp <= 0xDBFF then
+          local lo = s:match("^\\u(%x%x%x%x)", j)
+          lo = lo and tonumber(lo, 16)
+          if not lo or lo < 0xDC00 or lo > 0xDFFF then fail(j, "unpaired surrogate") end
+          cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00)
+          j = j + 6
+        end
+        out[#out + 1] = utf8_char(cp)
+      elseif ESCAPES[e] then
+        out[#out + 1] = ESCAPES[e]
+        j = j + 2
+      else
+        fail(j, "bad escape")
+      end
+    elseif c:byte() < 32 then
+      fail(j, "control character in string")
+    else
+      local k = s:find('["\\\1-\31]', j) or #s + 1
+      out[#out + 1] = s:sub(j, k - 1)
+      j = k
+    end
+  end
+end
+
+function decode_value(s, i, depth)
+  if depth > 200 then fail(i, "nested too deep") end
+  i = skip(s, i)
+  local c = s:sub(i, i)
+  if c == "{" then
+    local obj = {}
+    i = skip(s, i + 1)
+    if s:sub(i, i) == "}" then return obj, i + 1 end
+    while true do
+      if s:sub(i, i) ~= '"' then fail(i, "expected a string key") end
+      local k
+      k, i = decode_string(s, i)
+      i = skip(s, i)
+      if s:sub(i, i) ~= ":" then fail(i, "expected ':'") end
+      obj[k], i = decode_value(s, i + 1, depth + 1)
+      i = skip(s, i)
+      local d = s:sub(i, i)
+      if d == "}" then return obj, i + 1 end
+      if d ~= "," then fail(i, "expected ',' or '}'") end
+      i = skip(s, i + 1)
+    end
+  elseif c == "[" then
+    local arr = M.array({})
+    i = skip(s, i + 1)
+    if s:sub(i, i) == "]" then return arr, i + 1 end
+    while true do
+      arr[#arr + 1], i = decode_value(s, i, depth + 1)
+      i = skip(s, i)
+      local d = s:sub(i, i)
+      if d == "]" then return arr, i + 1 end
+      if d ~= "," then fail(i, "expected ',' or ']'") end
+      i = i + 1
+    end
+  elseif c == '"' then
+    return decode_string(s, i)
+  elseif s:find("^true", i) then
+    return true, i + 4
+  elseif s:find("^false", i) then
+    return false, i + 5
+  elseif s:find("^null", i) then
+    return M.null, i + 4
+  end
+  -- RFC 8259 numbers: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)?
+  local int = s:match("^-?0", i) or s:match("^-?[1-9]%d*", i)
+  if int and not s:find("^%d", i + #int) then
+    local j = i + #int
+    local frac = s:match("^%.%d+", j)
+    if s:sub(j, j) == "." and not frac then fail(j, "a digit must follow '.'") end
+    j = j + (frac and #frac or 0)
+    local exp = s:match("^[eE][-+]?%d+", j)
+    if s:find("^[eE]", j) and not exp then fail(j, "a digit must follow the exponent") end
+    j = j + (exp and #exp or 0)
+    return tonumber(s:sub(i, j - 1)), j
+  end
+  if int then fail(i, "leading zero") end
+  fail(i, "unexpected " .. (c == "" and "end of text" or "'" .. c .. "'"))
+end
+
+--- Decode JSON text.  `null` becomes `M.null`.
+-- @return the value, or nil and a message with the offset of the error
+function M.decode(text)
+  if type(text) ~= "string" then return nil, "no text" end
+  local ok, v, i = pcall(decode_value, text, 1, 0)
+  if not ok then
+    if type(v) == "table" and v.json then return nil, v.json end
+    return nil, tostring(v)
+  end
+  i = skip(text, i)
+  if i <= #text then return nil, string.format("offset %d: text after the value", i) end
+  return v
+end
+
 return M

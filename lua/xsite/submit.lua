@@ -26,12 +26,14 @@ M.ESLURM_INVALID_NODE_COUNT = 2006
 M.ESLURM_INVALID_FEATURE = 2029
 
 -- Where the xsite flags sit in spank_job_env: the SPANK plugin sets
--- SPANK_XSITE_* (spank_job_control_setenv) for flags and their environment
--- twins; Slurm itself forwards registered options as _SLURM_SPANK_OPTION_*.
+-- XSITE_* there (spank_job_control_setenv; Slurm adds a SPANK_ prefix only
+-- for prolog and epilog) for flags and their environment twins; Slurm itself
+-- forwards registered options as _SLURM_SPANK_OPTION_*, an option given
+-- without its optional value as "(null)".
 local FLAGS = {
-  { "affinity", "SPANK_XSITE_SITE_AFFINITY", "_SLURM_SPANK_OPTION_xsite_site_affinity" },
-  { "profile", "SPANK_XSITE_COMM_PROFILE", "_SLURM_SPANK_OPTION_xsite_comm_profile" },
-  { "report", "SPANK_XSITE_REPORT", "_SLURM_SPANK_OPTION_xsite_xsite_report" },
+  { "affinity", "XSITE_SITE_AFFINITY", "_SLURM_SPANK_OPTION_xsite_site_affinity" },
+  { "profile", "XSITE_COMM_PROFILE", "_SLURM_SPANK_OPTION_xsite_comm_profile" },
+  { "report", "XSITE_REPORT", "_SLURM_SPANK_OPTION_xsite_xsite_report" },
 }
 
 --- The xsite flags of a job, from its spank_job_env (a table indexed from 0,
@@ -50,6 +52,7 @@ function M.flags(spank_job_env)
   local out = {}
   for _, f in ipairs(FLAGS) do
     local v = env[f[2]] or env[f[3]]
+    if v == "(null)" and f[1] == "report" then v = "." end
     if v ~= nil and v ~= "" then out[f[1]] = v end
   end
   return out

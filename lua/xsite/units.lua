@@ -88,6 +88,7 @@ local function split_number(text)
   if not num or not num:find("%d") then return nil end
   local value = tonumber(num)
   if not value then return nil end
+  value = value * 1.0  -- a float: Lua 5.3+ integers would wrap when scaled
   return value, unit
 end
 
@@ -132,7 +133,8 @@ function M.parse_integer(text, opts)
   if v ~= math.floor(v) then
     return nil, string.format("'%s' is not a whole number", text)
   end
-  return v
+  if v >= 2 ^ 53 then return nil, string.format("'%s' is too large", text) end
+  return math.floor(v)  -- an integer on Lua 5.3+
 end
 
 local function trim(s)

@@ -11,9 +11,10 @@ local function fake_slurm()
   return s
 end
 
+local HW = "CoresPerNode=4 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us"
 local CONF = table.concat({
-  "SiteName=a Nodes=a[1-3] Feature=site_a CoresPerNode=4 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",
-  "SiteName=b Nodes=b[1-3] Feature=site_b CoresPerNode=4 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",
+  "SiteName=a Nodes=a[1-3] Feature=site_a " .. HW,
+  "SiteName=b Nodes=b[1-3] Feature=site_b " .. HW,
   "LinkName=l Bandwidth=100MB/s Latency=1ms",
   "ProfileName=quiet Ops=1e12 Bytes=1GB Exchange=1MB Steps=10 Pattern=tree",
   "ProfileName=chatty Ops=1e10 Bytes=1GB Exchange=10GB Steps=10000 Pattern=halo3d",
@@ -54,7 +55,7 @@ describe("xsite.submit", function()
   end)
 
   it("reads the flags from spank_job_env, indexed from 0", function()
-    local f = submit.flags({ [0] = "SPANK_XSITE_SITE_AFFINITY=pin", [1] = "OTHER=x",
+    local f = submit.flags({ [0] = "XSITE_SITE_AFFINITY=pin", [1] = "OTHER=x",
       [2] = "_SLURM_SPANK_OPTION_xsite_comm_profile=quiet" })
     assert.are.same({ affinity = "pin", profile = "quiet" }, f)
     assert.are.same({}, submit.flags(nil))
@@ -88,7 +89,7 @@ describe("xsite.submit", function()
 
   it("takes the flags the SPANK plugin set", function()
     setup_conf(CONF)
-    local s, j = fake_slurm(), job({ min_nodes = 2, spank_job_env = { [0] = "SPANK_XSITE_SITE_AFFINITY=b" } })
+    local s, j = fake_slurm(), job({ min_nodes = 2, spank_job_env = { [0] = "XSITE_SITE_AFFINITY=b" } })
     assert.are.equal(0, submit.job_submit(j, s))
     assert.are.equal("site_b", j.features)
   end)
@@ -97,21 +98,21 @@ describe("xsite.submit", function()
     setup_conf(CONF)
     local s = fake_slurm()
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(job({ min_nodes = 2,
-      spank_job_env = { [0] = "SPANK_XSITE_SITE_AFFINITY=mars" } }), s))
+      spank_job_env = { [0] = "XSITE_SITE_AFFINITY=mars" } }), s))
     assert.matches("unknown site 'mars'", s.user[1])
     assert.are.equal(submit.ESLURM_INVALID_NODE_COUNT, submit.job_submit(job({ min_nodes = 4,
-      spank_job_env = { [0] = "SPANK_XSITE_SITE_AFFINITY=a" } }), s))
+      spank_job_env = { [0] = "XSITE_SITE_AFFINITY=a" } }), s))
   end)
 
   it("asks topology/tree to wait for one site when slurm.conf configures it", function()
     setup_conf(CONF, "ClusterName=x\nTopologyPlugin=topology/tree # one switch a site\n")
     local s, j = fake_slurm(), job({ min_nodes = 2, time_limit = 600,
-      spank_job_env = { [0] = "SPANK_XSITE_COMM_PROFILE=quiet" } })
+      spank_job_env = { [0] = "XSITE_COMM_PROFILE=quiet" } })
     assert.are.equal(0, submit.job_submit(j, s))
     assert.are.equal(1, j.req_switch)
     assert.is_true(j.wait4switch >= 0)
     setup_conf(CONF, "TopologyPlugin=topology/none\n")
-    j = job({ min_nodes = 2, time_limit = 600, spank_job_env = { [0] = "SPANK_XSITE_COMM_PROFILE=quiet" } })
+    j = job({ min_nodes = 2, time_limit = 600, spank_job_env = { [0] = "XSITE_COMM_PROFILE=quiet" } })
     submit.job_submit(j, s)
     assert.is_nil(j.req_switch)
   end)
@@ -154,7 +155,7 @@ describe("xsite.submit", function()
   it("uses the link state file", function()
     setup_conf(CONF .. "LinkStateFile=" .. dir .. "/link.state\n")
     write("link.state", "State=down Time=1000\n")
-    local s, j = fake_slurm(), job({ min_nodes = 2, spank_job_env = { [0] = "SPANK_XSITE_COMM_PROFILE=quiet" } })
+    local s, j = fake_slurm(), job({ min_nodes = 2, spank_job_env = { [0] = "XSITE_COMM_PROFILE=quiet" } })
     submit.job_submit(j, s)
     assert.matches("why=link%-down", j.admin_comment)
     write("link.state", "State=sideways\n")

@@ -1,0 +1,151 @@
+/*
+ * config.c: the plugstack.conf arguments of xsite.so (see config.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+static char *fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static char *fmt(const char *format, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, format);
+	if (vasprintf(&s, format, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* The xsite.conf beside slurm.conf. */
+static char *default_config_path(const char *slurm_conf)
+{
+	const char *slash;
+
+	if (slurm_conf == NULL || slurm_conf[0] == '\0')
+		return strdup(XSITE_SLURM_CONFDIR "/xsite.conf");
+	slash = strrchr(slurm_conf, '/');
+	if (slash == NULL)
+		return strdup("xsite.conf");
+	if (slash == slurm_conf)
+		return strdup("/xsite.conf");
+	return fmt("%.*s/xsite.conf", (int)(slash - slurm_conf), slurm_conf);
+}
+
+static int set_path(char **field, const char *key, const char *value, char **err)
+{
+	char *copy;
+
+	if (value[0] != '/') {
+		*err = fmt("xsite: %s: invalid value: '%s' is not an absolute path", key, value);
+		return -1;
+	}
+	copy = strdup(value);
+	if (copy == NULL) {
+		*err = fmt("xsite: %s: %s", key, strerror(ENOMEM));
+		return -1;
+	}
+	free(*field);
+	*field = copy;
+	return 0;
+}
+
+static int set_bool(bool *field, const char *key, const char *value, char **err)
+{
+	if (strcmp(value, "yes") == 0) {
+		*field = true;
+	} else if (strcmp(value, "no") == 0) {
+		*field = false;
+	} else {
+		*err = fmt("xsite: %s: invalid value: '%s' (yes or no)", key, value);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_one(struct xsite_config *cfg, const char *arg, char **err)
+{
+	const char *eq = strchr(arg, '=');
+	char *key = NULL;
+	const char *value;
+	int rc = -1;
+
+	if (eq == NULL) {
+		key = strdup(arg);
+		value = NULL;
+	} else {
+		key = strndup(arg, (size_t)(eq - arg));
+		value = eq + 1;
+	}
+	if (key == NULL) {
+		*err = fmt("xsite: %s: %s", arg, strerror(ENOMEM));
+		goto fail;
+	}
+
+	if (strcmp(key, "config") != 0 && strcmp(key, "tune_mpi") != 0 &&
+	    strcmp(key, "lua_path") != 0) {
+		*err = fmt("xsite: %s: unknown argument (config=PATH, tune_mpi=yes|no, lua_path=DIR)",
+			   key);
+		goto fail;
+	}
+	if (value == NULL || value[0] == '\0') {
+		*err = fmt("xsite: %s: invalid value: empty (write %s=VALUE)", key, key);
+		goto fail;
+	}
+
+	if (strcmp(key, "config") == 0)
+		rc = set_path(&cfg->config_path, key, value, err);
+	else if (strcmp(key, "lua_path") == 0)
+		rc = set_path(&cfg->lua_path, key, value, err);
+	else
+		rc = set_bool(&cfg->tune_mpi, key, value, err);
+
+fail:
+	free(key);
+	return rc;
+}
+
+int xsite_config_parse(struct xsite_config *cfg, int ac, char **av,
+		       const char *slurm_conf, char **err)
+{
+	int i;
+
+	*err = NULL;
+	memset(cfg, 0, sizeof(*cfg));
+
+	/* defaults first */
+	cfg->config_path = default_config_path(slurm_conf);
+	cfg->lua_path = strdup(XSITE_LUADIR);
+	cfg->tune_mpi = false;
+	if (cfg->config_path == NULL || cfg->lua_path == NULL) {
+		*err = fmt("xsite: %s", strerror(ENOMEM));
+		goto fail;
+	}
+
+	for (i = 0; i < ac; i++) {
+		if (parse_one(cfg, av[i], err) < 0)
+			goto fail;
+	}
+	return 0;
+
+fail:
+	if (*err == NULL)
+		*err = fmt("xsite: out of memory");
+	xsite_config_free(cfg);
+	return -1;
+}
+
+void xsite_config_free(struct xsite_config *cfg)
+{
+	free(cfg->config_path);
+	free(cfg->lua_path);
+	cfg->config_path = NULL;
+	cfg->lua_path = NULL;
+}

@@ -1,0 +1,42 @@
+/*
+ * config.h: the plugstack.conf arguments of xsite.so.
+ *
+ *   required /usr/lib/.../xsite.so config=PATH tune_mpi=yes|no lua_path=DIR
+ *
+ * Every default is set first, then each key=value is parsed; an unknown key
+ * or a bad value fails the load with "xsite: <key>: ...".
+ */
+#ifndef XSITE_CONFIG_H
+#define XSITE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Where slurm.conf is when SLURM_CONF is not set (xsite.conf sits beside it). */
+#ifndef XSITE_SLURM_CONFDIR
+#define XSITE_SLURM_CONFDIR "/etc/slurm"
+#endif
+
+/* Where the xsite Lua library is (the directory holding xsite/config.lua). */
+#ifndef XSITE_LUADIR
+#define XSITE_LUADIR "/usr/share/lua/5.1"
+#endif
+
+struct xsite_config {
+	char *config_path;	/* xsite.conf */
+	bool tune_mpi;		/* MPI tuning for spanning jobs */
+	char *lua_path;		/* directory of the xsite Lua library */
+};
+
+/*
+ * Set the defaults, then parse ac/av.  The default of config= is the
+ * xsite.conf beside slurm_conf (the value of SLURM_CONF, may be NULL: then
+ * XSITE_SLURM_CONFDIR).  On failure returns -1, *err holds a message starting
+ * with "xsite: " (the caller frees it) and cfg holds nothing to free.
+ */
+int xsite_config_parse(struct xsite_config *cfg, int ac, char **av,
+		       const char *slurm_conf, char **err);
+
+void xsite_config_free(struct xsite_config *cfg);
+
+#endif /* XSITE_CONFIG_H */

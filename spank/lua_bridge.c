@@ -1,0 +1,370 @@
+/*
+ * lua_bridge.c: the xsite Lua library, embedded (see lua_bridge.h).
+ *
+ * Builds against Lua 5.1 to 5.4; it must be the Lua that Slurm's own Lua
+ * plugins link (5.1 on Debian 12, 5.4 on RHEL 9) so that a process holds one
+ * liblua.  Each bridge has its own lua_State.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lua.h>
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "lua_bridge.h"
+
+#define GLUE_KEY "xsite.spank.glue"
+
+struct xsite_lua {
+	lua_State *L;
+	int have_config;
+	char *error;
+};
+
+/*
+ * The glue between the plugin and the library: it only calls the library and
+ * shapes the results for C.  Loaded once per lua_State.
+ */
+static const char glue[] =
+"local config = require('xsite.config')\n"
+"local hostlist = require('xsite.hostlist')\n"
+"local profile = require('xsite.profile')\n"
+"local policy = require('xsite.policy')\n"
+"local M, cfg = {}, nil\n"
+"\n"
+"function M.load(path)\n"
+"  local c, err = config.load(path)\n"
+"  if not c then return nil, err end\n"
+"  cfg = c\n"
+"  return true\n"
+"end\n"
+"\n"
+"-- the same list as xsite.policy gives slurmctld's users\n"
+"function M.check_affinity(v)\n"
+"  if v == 'auto' or v == 'pin' or v == 'span' or cfg.site_by_name[v] then return true end\n"
+"  local valid = { 'auto', 'pin', 'span' }\n"
+"  for _, s in ipairs(cfg.sites) do valid[#valid + 1] = s.name end\n"
+"  return nil, string.format(\"unknown site '%s' (valid: %s)\", v, table.concat(valid, ', '))\n"
+"end\n"
+"\n"
+"function M.check_profile(v)\n"
+"  local p, err\n"
+"  if cfg then\n"
+"    p, err = profile.resolve(v, cfg)\n"
+"  elseif v:find('=') then\n"
+"    p, err = profile.parse_explicit(v)\n"
+"  else\n"
+"    return true\n"
+"  end\n"
+"  if not p then return nil, err end\n"
+"  return true\n"
+"end\n"
+"\n"
+"local function number(v)\n"
+"  local s = string.format('%.3f', v):gsub('%.?0+$', '')\n"
+"  return s\n"
+"end\n"
+"\n"
+"function M.task_env(host, nodelist)\n"
+"  local env, warn = {}, {}\n"
+"  local site = cfg.site_of_node[host] or cfg.site_of_node[host:match('^[^.]*')]\n"
+"  if site then\n"
+"    env.site = site.name\n"
+"  else\n"
+"    warn[#warn + 1] = string.format(\"node '%s' is in no site of %s; XSITE_SITE not set\",\n"
+"      host, cfg.file)\n"
+"  end\n"
+"  local names, herr = hostlist.expand(nodelist)\n"
+"  if not names then return nil, 'SLURM_JOB_NODELIST: ' .. herr end\n"
+"  local count, outside = {}, 0\n"
+"  for _, n in ipairs(names) do\n"
+"    local s = cfg.site_of_node[n]\n"
+"    if s then count[s] = (count[s] or 0) + 1 else outside = outside + 1 end\n"
+"  end\n"
+"  local parts = {}\n"
+"  for _, s in ipairs(cfg.sites) do\n"
+"    if count[s] then parts[#parts + 1] = s.name .. ':' .. count[s] end\n"
+"  end\n"
+"  if outside > 0 then\n"
+"    warn[#warn + 1] = string.format('%d node(s) of the job in no site of %s', outside, cfg.file)\n"
+"  end\n"
+"  env.sites = table.concat(parts, ',')\n"
+"  env.spanning = #parts > 1 and '1' or '0'\n"
+"  local state\n"
+"  if cfg.policy.link_state_file then\n"
+"    local st, serr = config.load_link_state(cfg.policy.link_state_file)\n"
+"    if st then\n"
+"      state = st\n"
+"    elseif serr then\n"
+"      warn[#warn + 1] = serr .. '; using the configured link'\n"
+"    end\n"
+"  end\n"
+"  local link = policy.effective_link(cfg, state)\n"
+"  env.latency_us = number(link.latency * 1e6)\n"
+"  env.bandwidth_mbps = number(link.bandwidth * link.channels / 1e6)\n"
+"  if #warn > 0 then env.warning = table.concat(warn, '; ') end\n"
+"  return env\n"
+"end\n"
+"\n"
+"return M\n";
+
+static void set_error(struct xsite_lua *x, const char *format, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* xsite.config gives one error a line: join them with "; " for the logs (frees s). */
+static char *one_line(char *s)
+{
+	size_t n = 0, i, j;
+	char *out;
+
+	if (s == NULL || strchr(s, '\n') == NULL)
+		return s;
+	for (i = 0; s[i] != '\0'; i++)
+		n += (s[i] == '\n');
+	out = malloc(i + n + 1);
+	if (out == NULL)
+		return s;
+	for (i = 0, j = 0; s[i] != '\0'; i++) {
+		if (s[i] == '\n') {
+			out[j++] = ';';
+			out[j++] = ' ';
+		} else {
+			out[j++] = s[i];
+		}
+	}
+	out[j] = '\0';
+	free(s);
+	return out;
+}
+
+static void set_error(struct xsite_lua *x, const char *format, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, format);
+	if (vasprintf(&s, format, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(x->error);
+	x->error = one_line(s);
+}
+
+/* The message on top of the stack (popped). */
+static void error_from_stack(struct xsite_lua *x)
+{
+	const char *msg = lua_tostring(x->L, -1);
+
+	set_error(x, "%s", msg ? msg : "(error object is not a string)");
+	lua_pop(x->L, 1);
+}
+
+/* The library comes from lua_path and nowhere else (no LUA_PATH, no C modules). */
+static int set_path(lua_State *L, const char *dir)
+{
+	lua_getglobal(L, "package");
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		return -1;
+	}
+	lua_pushfstring(L, "%s/?.lua;%s/?/init.lua", dir, dir);
+	lua_setfield(L, -2, "path");
+	lua_pushliteral(L, "");
+	lua_setfield(L, -2, "cpath");
+	lua_pop(L, 1);
+	return 0;
+}
+
+/* "xsite.so:1: module 'xsite.config' not found:\n\tno field ..." -> "module 'xsite.config' not found" */
+static void short_require_error(struct xsite_lua *x)
+{
+	char *s = x->error, *p;
+
+	if (s == NULL)
+		return;
+	p = strstr(s, " not found:");
+	if (p != NULL)
+		p[strlen(" not found")] = '\0';
+	if (strncmp(s, "xsite.so:1: ", 12) == 0)
+		memmove(s, s + 12, strlen(s + 12) + 1);
+}
+
+struct xsite_lua *xsite_lua_open(const char *lua_path, char **err)
+{
+	struct xsite_lua *x;
+
+	*err = NULL;
+	x = calloc(1, sizeof(*x));
+	if (x == NULL)
+		goto fail;
+	x->L = luaL_newstate();
+	if (x->L == NULL)
+		goto fail;
+	luaL_openlibs(x->L);
+	if (set_path(x->L, lua_path) < 0) {
+		set_error(x, "Lua has no package library");
+		goto fail;
+	}
+	if (luaL_loadbuffer(x->L, glue, sizeof(glue) - 1, "=xsite.so") != 0) {
+		error_from_stack(x);
+		goto fail;
+	}
+	if (lua_pcall(x->L, 0, 1, 0) != 0) {
+		error_from_stack(x);
+		short_require_error(x);
+		set_error(x, "cannot load the xsite Lua library from %s: %s", lua_path,
+			  x->error ? x->error : "?");
+		goto fail;
+	}
+	lua_setfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
+	return x;
+
+fail:
+	if (x != NULL) {
+		*err = x->error;
+		x->error = NULL;
+		xsite_lua_close(x);
+	}
+	if (*err == NULL)
+		*err = strdup("cannot create a Lua state (out of memory)");
+	return NULL;
+}
+
+/*
+ * Call glue function name with string arguments; on success leave nres
+ * results on the stack.  A glue function returning nil, message is a failure
+ * with that message.
+ */
+static int call(struct xsite_lua *x, const char *name, int nres, int nargs, ...)
+{
+	va_list ap;
+	int i, top = lua_gettop(x->L);
+
+	lua_getfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
+	lua_getfield(x->L, -1, name);
+	lua_remove(x->L, -2);
+	va_start(ap, nargs);
+	for (i = 0; i < nargs; i++)
+		lua_pushstring(x->L, va_arg(ap, const char *));
+	va_end(ap);
+	if (lua_pcall(x->L, nargs, 2, 0) != 0) {
+		error_from_stack(x);
+		lua_settop(x->L, top);
+		return -1;
+	}
+	if (lua_isnil(x->L, -2)) {
+		const char *msg = lua_tostring(x->L, -1);
+
+		set_error(x, "%s", msg ? msg : "failed");
+		lua_settop(x->L, top);
+		return -1;
+	}
+	lua_pop(x->L, 2 - nres);
+	return 0;
+}
+
+int xsite_lua_load_config(struct xsite_lua *x, const char *path)
+{
+	if (call(x, "load", 0, 1, path) < 0) {
+		x->have_config = 0;
+		return -1;
+	}
+	x->have_config = 1;
+	return 0;
+}
+
+int xsite_lua_have_config(struct xsite_lua *x)
+{
+	return x->have_config;
+}
+
+int xsite_lua_check_affinity(struct xsite_lua *x, const char *value)
+{
+	if (!x->have_config) {
+		set_error(x, "no configuration loaded");
+		return -1;
+	}
+	return call(x, "check_affinity", 0, 1, value);
+}
+
+int xsite_lua_check_profile(struct xsite_lua *x, const char *value)
+{
+	return call(x, "check_profile", 0, 1, value);
+}
+
+/* Copy field key of the table on top of the stack (NULL when absent). */
+static int take(struct xsite_lua *x, const char *key, char **out)
+{
+	const char *s;
+
+	*out = NULL;
+	lua_getfield(x->L, -1, key);
+	s = lua_tostring(x->L, -1);
+	if (s != NULL) {
+		*out = strdup(s);
+		if (*out == NULL) {
+			lua_pop(x->L, 1);
+			set_error(x, "out of memory");
+			return -1;
+		}
+	}
+	lua_pop(x->L, 1);
+	return 0;
+}
+
+int xsite_lua_task_env(struct xsite_lua *x, const char *host, const char *nodelist,
+		       struct xsite_task_env *env)
+{
+	int rc = -1;
+
+	memset(env, 0, sizeof(*env));
+	if (!x->have_config) {
+		set_error(x, "no configuration loaded");
+		return -1;
+	}
+	if (call(x, "task_env", 1, 2, host, nodelist) < 0)
+		return -1;
+	if (take(x, "site", &env->site) < 0 ||
+	    take(x, "sites", &env->sites) < 0 ||
+	    take(x, "spanning", &env->spanning) < 0 ||
+	    take(x, "latency_us", &env->latency_us) < 0 ||
+	    take(x, "bandwidth_mbps", &env->bandwidth_mbps) < 0 ||
+	    take(x, "warning", &env->warning) < 0)
+		goto fail;
+	rc = 0;
+fail:
+	lua_pop(x->L, 1);
+	if (rc < 0)
+		xsite_task_env_free(env);
+	return rc;
+}
+
+void xsite_task_env_free(struct xsite_task_env *env)
+{
+	free(env->site);
+	free(env->sites);
+	free(env->spanning);
+	free(env->latency_us);
+	free(env->bandwidth_mbps);
+	free(env->warning);
+	memset(env, 0, sizeof(*env));
+}
+
+const char *xsite_lua_error(struct xsite_lua *x)
+{
+	return x->error ? x->error : "unknown error";
+}
+
+void xsite_lua_close(struct xsite_lua *x)
+{
+	if (x == NULL)
+		return;
+	if (x->L != NULL)
+		lua_close(x->L);
+	free(x->error);
+	free(x);
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# --accounting: MariaDB + slurmdbd on the head node; sacct sees the jobs.
+
+# the single-quoted scripts run on the nodes: their $ expand there
+# shellcheck disable=SC2016
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	xt_init acct
+	local rc prog
+	for prog in mariadbd slurmdbd; do
+		if ! command -v "$prog" >/dev/null; then
+			export XT_SKIP="$prog not installed (apt-get install mariadb-server slurmdbd)"
+			return 0
+		fi
+	done
+	tb --accounting up 2>&1 | tap_note
+	rc=${PIPESTATUS[0]}
+	return "$rc"
+}
+
+teardown_file() {
+	load helpers
+	xt_down
+}
+
+setup() {
+	load helpers
+	load_libs
+	[[ -z ${XT_SKIP:-} ]] || skip "$XT_SKIP"
+}
+
+@test "status shows the accounting daemons" {
+	run -0 tb status
+	assert_output --partial 'mariadbd and slurmdbd running'
+}
+
+@test "sacct records a finished srun job with its nodes and exit code" {
+	local id
+	run -0 --separate-stderr on_head srun -N4 sh -c 'printf "%s\n" "$SLURM_JOB_ID"'
+	id=${lines[0]}
+	[[ $id =~ ^[0-9]+$ ]]
+	for _ in $(seq 1 300); do
+		run -0 on_head sacct -a -X -n -P -S 2000-01-01 -j "$id" -o JobID,NNodes,NodeList,State,ExitCode
+		[[ $output == *COMPLETED* ]] && break
+		sleep 0.1
+	done
+	assert_output "$id|4|alpha[1-2],beta[1-2]|COMPLETED|0:0"
+}
+
+@test "sacct records a failing batch job as FAILED" {
+	local id
+	run -0 --separate-stderr on_head sbatch --parsable -N1 -C site_beta -o /dev/null --wrap 'exit 3'
+	id=${lines[-1]}
+	for _ in $(seq 1 300); do
+		run -0 on_head sacct -a -X -n -P -S 2000-01-01 -j "$id" -o State,ExitCode,NodeList
+		[[ $output == FAILED* ]] && break
+		sleep 0.1
+	done
+	assert_output --regexp '^FAILED\|3:0\|beta[12]$'
+}
+
+@test "down stops the database with everything else" {
+	local pid
+	pid=$(cat "$XT_STATE/run/mariadb.pid")
+	[[ -d /proc/$pid ]]
+	run -0 tb down
+	# gone, or a zombie waiting for init to reap it
+	[[ ! -d /proc/$pid || $(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) == Z ]]
+	[[ ! -e $XT_STATE ]]
+}

@@ -1,0 +1,260 @@
+-- Specs for xsite.hostlist: Slurm hostlist expressions, both ways.
+
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+package.path = HERE .. "/../../lua/?.lua;" .. package.path
+
+local hostlist = require("xsite.hostlist")
+
+local function expand_error(list)
+  local names, err = hostlist.expand(list)
+  assert.is_nil(names, "expected an error for " .. tostring(list))
+  assert.is_string(err)
+  assert.is_true(#err > 0)
+  return err
+end
+
+local function sorted_unique(list)
+  local seen, out = {}, {}
+  for _, v in ipairs(list) do
+    if not seen[v] then
+      seen[v] = true
+      out[#out + 1] = v
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+describe("xsite.hostlist.expand", function()
+  it("expands hd[001-140] into 140 names padded to three digits", function()
+    local names = assert(hostlist.expand("hd[001-140]"))
+    assert.are.equal(140, #names)
+    assert.are.equal("hd001", names[1])
+    assert.are.equal("hd009", names[9])
+    assert.are.equal("hd010", names[10])
+    assert.are.equal("hd099", names[99])
+    assert.are.equal("hd140", names[140])
+    for i, n in ipairs(names) do
+      assert.are.equal(string.format("hd%03d", i), n)
+    end
+  end)
+
+  it("expands several hosts and comma-separated ranges in the order written", function()
+    assert.are.same({ "a1", "a2", "b1", "b2", "b3", "b4", "b7" }, hostlist.expand("a[1-2],b[1-4,7]"))
+  end)
+
+  it("expands several bracket groups as a product, the first group slowest", function()
+    assert.are.same({ "r1n1", "r1n2", "r1n3", "r2n1", "r2n2", "r2n3" }, hostlist.expand("r[1-2]n[1-3]"))
+  end)
+
+  it("keeps a suffix after the brackets", function()
+    assert.are.same({ "node1-ib", "node2-ib", "node3-ib" }, hostlist.expand("node[1-3]-ib"))
+  end)
+
+  it("takes single names and plain lists", function()
+    assert.are.same({ "login" }, hostlist.expand("login"))
+    assert.are.same({ "a", "b.example", "c_d" }, hostlist.expand("a,b.example,c_d"))
+  end)
+
+  it("pads each range to the width of its own lower bound (mixed padding)", function()
+    assert.are.same({ "n01", "n02", "n03", "n5" }, hostlist.expand("n[01-03,5]"))
+    assert.are.same({ "n8", "n9", "n10" }, hostlist.expand("n[8-10]"))
+    assert.are.same({ "n08", "n09", "n10" }, hostlist.expand("n[08-10]"))
+    assert.are.same({ "n0", "n1" }, hostlist.expand("n[0-1]"))
+    assert.are.same({ "n00", "n01" }, hostlist.expand("n[00-01]"))
+  end)
+
+  it("keeps duplicates as written", function()
+    assert.are.same({ "a1", "a2", "a2" }, hostlist.expand("a[1-2],a2"))
+  end)
+
+  it("expands a bracket group with no prefix into bare numbers", function()
+    assert.are.same({ "1", "2" }, hostlist.expand("[1-2]"))
+  end)
+
+  it("expands a single-number group", function()
+    assert.are.same({ "a7" }, hostlist.expand("a[7]"))
+  end)
+
+  describe("syntax errors return nil and a message naming the expression", function()
+    it("unclosed bracket", function()
+      assert.are.equal("unclosed '[' in 'a[1-3'", expand_error("a[1-3"))
+      assert.are.equal("unclosed '[' in 'a[1,2'", expand_error("a[1,2"))
+      assert.matches("unclosed '%['", expand_error("a[[1]]"))
+    end)
+
+    it("unmatched closing bracket", function()
+      assert.are.equal("unmatched ']' in 'a1-3]'", expand_error("a1-3]"))
+      assert.matches("unmatched ']'", expand_error("a[1]]"))
+    end)
+
+    it("backwards range", function()
+      assert.are.equal("range '5-3' runs backwards in 'a[5-3]'", expand_error("a[5-3]"))
+    end)
+
+    it("empty list, empty name and empty brackets", function()
+      assert.are.equal("empty hostlist", expand_error(""))
+      assert.are.equal("empty host name in 'a,,b'", expand_error("a,,b"))
+      assert.are.equal("empty host name in 'a,'", expand_error("a,"))
+      assert.are.equal("empty host name in ',a'", expand_error(",a"))
+      assert.are.equal("empty brackets in 'a[]'", expand_error("a[]"))
+    end)
+
+    it("bad ranges", function()
+      assert.are.equal("bad range '1-' in 'a[1-]'", expand_error("a[1-]"))
+      assert.are.equal("bad range '-1' in 'a[-1]'", expand_error("a[-1]"))
+      assert.are.equal("bad range 'x' in 'a[x]'", expand_error("a[x]"))
+      assert.are.equal("bad range '1-2-3' in 'a[1-2-3]'", expand_error("a[1-2-3]"))
+      assert.are.equal("bad range ' 1' in 'a[ 1]'", expand_error("a[ 1]"))
+      assert.matches("bad range ''", expand_error("a[1,]"))
+    end)
+
+    it("bad characters in a name", function()
+      assert.are.equal("invalid character in host name 'a b'", expand_error("a b"))
+      assert.are.equal("invalid character in host name 'a/b'", expand_error("a/b"))
+      assert.are.equal("invalid character in host name 'n[1-2]x\"'", expand_error("n[1-2]x\""))
+      assert.matches("invalid character", expand_error("h\195\164"))
+      assert.matches("invalid character", expand_error("a\n"))
+    end)
+
+    it("numbers of more than nine digits", function()
+      assert.are.equal("number too large in 'a[1-9999999999]'", expand_error("a[1-9999999999]"))
+    end)
+
+    it("too many names, in one group, in a product and in a sum", function()
+      assert.are.equal("'a[1-2000000]' expands to more than 1000000 names", expand_error("a[1-2000000]"))
+      assert.matches("expands to more than 1000000 names", expand_error("a[1-1000]b[1-1001]"))
+      assert.matches("expands to more than 1000000 names", expand_error("a[1-600000],b[1-600000]"))
+    end)
+
+    it("not a string", function()
+      assert.are.equal("hostlist must be a string", expand_error(nil))
+      assert.are.equal("hostlist must be a string", expand_error(12))
+    end)
+  end)
+
+  describe("the limit MAX_HOSTS", function()
+    local saved
+    before_each(function() saved = hostlist.MAX_HOSTS end)
+    after_each(function() hostlist.MAX_HOSTS = saved end)
+
+    it("allows exactly MAX_HOSTS names and refuses one more", function()
+      hostlist.MAX_HOSTS = 10
+      assert.are.equal(10, #assert(hostlist.expand("a[1-10]")))
+      assert.are.equal(10, #assert(hostlist.expand("a[1-5],b[1-5]")))
+      assert.are.equal("'a[1-11]' expands to more than 10 names", expand_error("a[1-11]"))
+      assert.are.equal("'a[1-5],b[1-6]' expands to more than 10 names", expand_error("a[1-5],b[1-6]"))
+    end)
+  end)
+
+  it("allows MAX_GROUPS bracket groups in one name and refuses one more", function()
+    local n = hostlist.MAX_GROUPS
+    assert.is_number(n)
+    assert.are.same({ string.rep("a1", n) }, hostlist.expand(string.rep("a[1]", n)))
+    assert.matches("^more than " .. n .. " bracket groups in 'a%[1%]", expand_error(string.rep("a[1]", n + 1)))
+  end)
+
+  it("returns nil and a message, without raising, for 30000 bracket groups in one name", function()
+    -- Each bracket group is one level of recursion in the expansion; Lua 5.1
+    -- stops at about 20000 levels with "stack overflow".
+    local expr = string.rep("a[1]", 30000)
+    local ok, names, err = pcall(hostlist.expand, expr)
+    assert.is_true(ok, "raised: " .. tostring(names))
+    if names then
+      assert.are.same({ string.rep("a1", 30000) }, names)
+    else
+      assert.is_string(err)
+    end
+  end)
+end)
+
+describe("xsite.hostlist.compress", function()
+  it("compresses consecutive numbers into ranges, keeping the padding", function()
+    local names = assert(hostlist.expand("hd[001-140]"))
+    assert.are.equal("hd[001-140]", hostlist.compress(names))
+    assert.are.equal("a[1-3,5]", hostlist.compress({ "a1", "a2", "a3", "a5" }))
+  end)
+
+  it("sorts numbers and drops duplicates", function()
+    assert.are.equal("a[1-3]", hostlist.compress({ "a3", "a1", "a2", "a1" }))
+  end)
+
+  it("keeps groups in the order of their first name", function()
+    assert.are.equal("b[1-2],a[1-2]", hostlist.compress({ "b1", "a1", "b2", "a2" }))
+  end)
+
+  it("groups by prefix and suffix around the last number", function()
+    assert.are.equal("node[1-3]-ib", hostlist.compress({ "node1-ib", "node2-ib", "node3-ib" }))
+    assert.are.equal("r1n[1-3],r2n[1-3]", hostlist.compress(assert(hostlist.expand("r[1-2]n[1-3]"))))
+  end)
+
+  it("writes a single name without brackets, and names without numbers as they are", function()
+    assert.are.equal("a7", hostlist.compress({ "a7" }))
+    assert.are.equal("login,a7", hostlist.compress({ "login", "a7" }))
+  end)
+
+  it("gives an empty string for no names", function()
+    assert.are.equal("", hostlist.compress({}))
+  end)
+
+  it("keeps names of different padding apart (mixed padding)", function()
+    local c = hostlist.compress({ "n01", "n1", "n02", "n2" })
+    assert.are.same({ "n01", "n02", "n1", "n2" }, sorted_unique(assert(hostlist.expand(c))))
+  end)
+
+  it("lets an unpadded number as wide as a padded group join that group", function()
+    assert.are.equal("n[08-10]", hostlist.compress({ "n08", "n09", "n10" }))
+  end)
+
+  it("keeps numbers of more than nine digits as literal names", function()
+    assert.are.equal("n1234567890", hostlist.compress({ "n1234567890" }))
+    local c = hostlist.compress({ "n1234567890", "n1234567891" })
+    assert.are.same({ "n1234567890", "n1234567891" }, sorted_unique(assert(hostlist.expand(c))))
+  end)
+
+  it("drops a repeated unpadded name that comes after a padded group of its width", function()
+    -- n1000 starts an unpadded group, n0001 a group of width 4; the second
+    -- n1000 must not land in the padded group as well.
+    local c = hostlist.compress({ "n1000", "n0001", "n1000" })
+    local back = assert(hostlist.expand(c))
+    table.sort(back)
+    assert.are.same({ "n0001", "n1000" }, back, "compress gave " .. c)
+  end)
+
+  -- A small generator that is the same on every Lua version (Park-Miller).
+  local function rng(seed)
+    local s = seed
+    return function(n)
+      s = (s * 48271) % 2147483647
+      return s % n + 1
+    end
+  end
+
+  local SEED = 4711
+  it("round-trips: expand(compress(x)) holds the sorted unique names of x (seed " .. SEED
+    .. ", 3000 random lists)", function()
+    local r = rng(SEED)
+    local prefixes = { "n", "hd", "ma", "r1n", "node", "a-", "x.y", "", "c_" }
+    local suffixes = { "", "", "", "-ib", "a", ".mgmt" }
+    for case = 1, 3000 do
+      local names = {}
+      for _ = 1, r(40) - 1 do
+        local num = r(1200) - 1
+        local width = ({ 0, 0, 2, 3, 4 })[r(5)]
+        local digits = width > 0 and string.format("%0" .. width .. "d", num) or tostring(num)
+        local name = prefixes[r(#prefixes)] .. digits .. suffixes[r(#suffixes)]
+        if r(20) == 1 then name = prefixes[r(#prefixes)] .. "x" end  -- no number at all
+        names[#names + 1] = name
+      end
+      local c = hostlist.compress(names)
+      if #names == 0 then
+        assert.are.equal("", c)
+      else
+        local back, err = hostlist.expand(c)
+        assert.is_nil(err, "case " .. case .. ": " .. c)
+        table.sort(back)
+        assert.are.same(sorted_unique(names), back, "case " .. case .. ": " .. c)
+      end
+    end
+  end)
+end)

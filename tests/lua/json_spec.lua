@@ -1,0 +1,236 @@
+-- Specs for xsite.json: a small encoder with stable output.
+
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+package.path = HERE .. "/../../lua/?.lua;" .. package.path
+
+local json = require("xsite.json")
+
+-- An independent decoder, when one is installed (lua-dkjson).
+local has_dkjson, dkjson = pcall(require, "dkjson")
+
+describe("xsite.json.encode", function()
+  describe("objects", function()
+    it("writes keys sorted, whatever the order they were set in", function()
+      local a, b = {}, {}
+      a.zeta, a.alpha, a.mid = 1, 2, 3
+      b.mid, b.zeta, b.alpha = 3, 1, 2
+      assert.are.equal('{"alpha":2,"mid":3,"zeta":1}', json.encode(a))
+      assert.are.equal(json.encode(a), json.encode(b))
+    end)
+
+    it("sorts keys by bytes: upper case before lower case, shorter prefix first", function()
+      assert.are.equal('{"B":1,"a":2,"ab":3}', json.encode({ ab = 3, a = 2, B = 1 }))
+    end)
+
+    it("sorts the keys of nested objects too", function()
+      assert.are.equal('{"a":{"x":1,"y":2},"b":[{"c":3,"d":4}]}',
+        json.encode({ b = { { d = 4, c = 3 } }, a = { y = 2, x = 1 } }))
+    end)
+
+    it("writes an empty table as an object", function()
+      assert.are.equal("{}", json.encode({}))
+    end)
+
+    it("escapes keys like strings", function()
+      assert.are.equal('{"a\\"b":1}', json.encode({ ['a"b'] = 1 }))
+    end)
+
+    it("raises on a key that is not a string (a caller mistake)", function()
+      local sparse = {}
+      sparse[1], sparse[3] = "a", "c"
+      assert.has_error(function() json.encode(sparse) end, "xsite.json: object key is not a string")
+      assert.has_error(function() json.encode({ 1, 2, x = 3 }) end, "xsite.json: object key is not a string")
+      assert.has_error(function() json.encode({ [true] = 1 }) end, "xsite.json: object key is not a string")
+    end)
+  end)
+
+  describe("arrays", function()
+    it("writes a table with keys 1..n as an array, in order", function()
+      assert.are.equal('[3,1,2]', json.encode({ 3, 1, 2 }))
+      assert.are.equal('["a",["b",[]],{}]', json.encode({ "a", { "b", json.array({}) }, {} }))
+    end)
+
+    it("writes an empty table marked with json.array as []", function()
+      local t = {}
+      assert.are.equal(t, json.array(t))
+      assert.are.equal("[]", json.encode(t))
+      assert.are.equal('{"rows":[]}', json.encode({ rows = json.array({}) }))
+    end)
+  end)
+
+  describe("strings", function()
+    it("escapes quotes, backslashes and the named control characters", function()
+      assert.are.equal([["a\"b\\c"]], json.encode('a"b\\c'))
+      assert.are.equal([["\b\f\n\r\t"]], json.encode("\b\f\n\r\t"))
+    end)
+
+    it("writes other control characters as \\u00XX", function()
+      assert.are.equal([["\u0000\u0001\u001f\u007f"]], json.encode("\0\1\31\127"))
+    end)
+
+    it("leaves slashes, blanks and UTF-8 as they are", function()
+      assert.are.equal('"/var/spool x \194\181s"', json.encode("/var/spool x \194\181s"))
+    end)
+  end)
+
+  describe("numbers", function()
+    it("writes whole numbers without a fraction, floats and integers alike", function()
+      assert.are.equal("0", json.encode(0))
+      assert.are.equal("-3", json.encode(-3))
+      assert.are.equal("42", json.encode(42.0))
+      assert.are.equal("100000000000000", json.encode(1e14))
+      assert.are.equal("[1,2]", json.encode({ 1.0, 2 }))
+    end)
+
+    it("writes whole numbers up to 2^53 exactly", function()
+      assert.are.equal("999999999999999", json.encode(999999999999999))
+      assert.are.equal("1234567890123456", json.encode(1234567890123456))
+      assert.are.equal("9007199254740992", json.encode(2 ^ 53))
+    end)
+
+    it("writes fractions as numbers that read back close to the value", function()
+      assert.are.equal("1.5", json.encode(1.5))
+      assert.are.equal("-0.25", json.encode(-0.25))
+      assert.are.equal("0.1", json.encode(0.1))
+      for _, v in ipairs({ 1 / 3, 145e-6, 1e-7, 2.5e20, -7.25e-300 }) do
+        local text = json.encode(v)
+        assert.matches("^%-?%d+%.?%d*[eE]?[-+]?%d*$", text)
+        local back = tonumber(text)
+        assert.is_true(math.abs(back - v) <= 1e-9 * math.abs(v), text .. " for " .. v)
+      end
+    end)
+
+    it("writes NaN and infinities, which JSON cannot hold, as null", function()
+      assert.are.equal("null", json.encode(0 / 0))
+      assert.are.equal("null", json.encode(math.huge))
+      assert.are.equal("null", json.encode(-math.huge))
+      assert.are.equal('{"t":null}', json.encode({ t = 0 / 0 }))
+    end)
+  end)
+
+  describe("other values", function()
+    it("writes booleans and nil", function()
+      assert.are.equal("true", json.encode(true))
+      assert.are.equal("false", json.encode(false))
+      assert.are.equal("null", json.encode(nil))
+    end)
+
+    it("raises on functions and other values JSON cannot hold", function()
+      assert.has_error(function() json.encode({ f = print }) end, "xsite.json: cannot encode a function")
+      local thread = coroutine.create(function() end)
+      assert.has_error(function() json.encode(thread) end, "xsite.json: cannot encode a thread")
+    end)
+  end)
+
+  it("writes text an independent JSON decoder reads back to the same value", function()
+    if not has_dkjson then
+      pending("lua-dkjson is not installed: no independent decoder to check with")
+      return
+    end
+    local value = {
+      action = "span", why = "within", n = 8, slowdown = 1.0625, ok = true, none = false,
+      split = { 4, 4 }, rows = { { nodes = 2, t = 1.5 }, { nodes = 4, t = 0.75 } },
+      text = "quote \" backslash \\ newline \n tab \t ctl \1 \194\181s", empty = json.array({}),
+    }
+    local text = json.encode(value)
+    local back, _, err = dkjson.decode(text)
+    assert.is_nil(err)
+    assert.are.same(value, back)
+  end)
+end)
+
+-- Call f(arg) under a budget of VM instructions, so that a loop fails the
+-- spec instead of hanging the suite.
+local function bounded(f, arg)
+  local hook, mask, count = debug.gethook()
+  debug.sethook(function() error("did not return within 10000000 VM instructions", 0) end, "", 10000000)
+  local ok, a, b = pcall(f, arg)
+  debug.sethook(hook, mask, count)
+  return ok, a, b
+end
+
+describe("xsite.json.decode", function()
+  it("reads a DEL (0x7f) in a string as it is, like any character JSON does not escape", function()
+    local ok, v, err = bounded(json.decode, '"a\127b"')
+    assert.is_true(ok, v)
+    assert.is_nil(err)
+    assert.are.equal("a\127b", v)
+    ok, v = bounded(json.decode, json.encode("a\127b"))
+    assert.is_true(ok, v)
+    assert.are.equal("a\127b", v)
+  end)
+
+  it("reads objects, arrays, strings, numbers, booleans and null", function()
+    local v = assert(json.decode(' {"b" : [true, false, null], "a": -1.5e3, "s": "x", "o": {}, "e": []} '))
+    assert.are.same({ true, false, json.null }, v.b)
+    assert.are.equal(-1500, v.a)
+    assert.are.equal("x", v.s)
+    assert.are.same({}, v.o)
+    assert.are.same({}, v.e)
+  end)
+
+  it("marks decoded arrays, so an empty one encodes as [] again", function()
+    local v = assert(json.decode('{"e":[],"o":{}}'))
+    assert.are.equal('{"e":[],"o":{}}', json.encode(v))
+  end)
+
+  it("reads null as json.null, which encodes as null", function()
+    assert.are.equal(json.null, json.decode("null"))
+    assert.are.equal("[null]", json.encode(assert(json.decode("[null]"))))
+  end)
+
+  it("reads every escape, \\u escapes as UTF-8, surrogate pairs as one character", function()
+    assert.are.equal('"\\/\b\f\n\r\t', json.decode([["\"\\\/\b\f\n\r\t"]]))
+    assert.are.equal("A\194\181\226\130\172", json.decode([["\u0041\u00b5\u20AC"]]))
+    assert.are.equal("\240\159\152\128", json.decode([["\ud83d\ude00"]]))  -- U+1F600
+  end)
+
+  it("reads back what encode writes", function()
+    local value = { action = "span", n = 8, slowdown = 1.0625, ok = true, split = { 4, 4 },
+      text = "quote \" backslash \\ newline \n ctl \1 \194\181s", rows = { { nodes = 2 } } }
+    local back = assert(json.decode(json.encode(value)))
+    assert.are.same(value, back)
+    assert.are.equal(json.encode(value), json.encode(back))
+  end)
+
+  it("returns nil and a message with the offset for bad text", function()
+    local cases = {
+      { "", "offset 1: unexpected end of text" },
+      { "[1,]", "offset 4: unexpected ']'" },
+      { '{"a":1,}', "offset 8: expected a string key" },
+      { '{"a" 1}', "offset 6: expected ':'" },
+      { "[1 2]", "offset 4: expected ',' or ']'" },
+      { '"abc', "offset 1: unterminated string" },
+      { '"a\\qb"', "offset 3: bad escape" },
+      { '"\\u12"', "offset 2: bad \\u escape" },
+      { '"\\ud83d"', "offset 8: unpaired surrogate" },
+      { '"a\nb"', "offset 3: control character in string" },
+      { "tru", "offset 1: unexpected 't'" },
+      { "1 2", "offset 3: text after the value" },
+      { "NaN", "offset 1: unexpected 'N'" },
+    }
+    for _, c in ipairs(cases) do
+      local v, err = json.decode(c[1])
+      assert.is_nil(v, c[1])
+      assert.are.equal(c[2], err, c[1])
+    end
+    local v, err = json.decode(nil)
+    assert.is_nil(v)
+    assert.are.equal("no text", err)
+  end)
+
+  it("refuses nesting deeper than 200 without raising", function()
+    local v, err = json.decode(string.rep("[", 100000))
+    assert.is_nil(v)
+    assert.matches("nested too deep", err)
+    assert.are.same({ { { 1 } } }, json.decode("[[[1]]]"))
+  end)
+
+  it("refuses numbers RFC 8259 does not allow: leading zeros, a bare dot, a lone low surrogate", function()
+    for _, text in ipairs({ "01", "-01", "1.", "1.e5", '"\\udc00"' }) do
+      local v, err = json.decode(text)
+      assert.is_nil(v, text .. " was read as " .. tostring(v))
+      assert.is_string(err)
+    end
+  end)
+end)

@@ -1,0 +1,110 @@
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local mapping = require("xsite.mapping")
+
+local function zeros(n)
+  local w = {}
+  for i = 1, n do
+    w[i] = {}
+    for j = 1, n do w[i][j] = 0 end
+  end
+  return w
+end
+
+-- The smallest cut of a balanced bisection, by trying every one.
+local function brute_force(w, na)
+  local n, best = #w, math.huge
+  local side = {}
+  local function rec(i, left)
+    if i > n then
+      if left == 0 then best = math.min(best, mapping.cut_bytes(w, side)) end
+      return
+    end
+    if left > 0 then side[i] = 1; rec(i + 1, left - 1) end
+    if n - i >= left then side[i] = 2; rec(i + 1, left) end
+  end
+  rec(1, na)
+  return best
+end
+
+describe("xsite.mapping", function()
+  it("expands SLURM_TASKS_PER_NODE", function()
+    assert.are.same({ 2, 2, 2, 1 }, mapping.tasks_per_node("2(x3),1"))
+    assert.are.same({ 4 }, mapping.tasks_per_node("4"))
+    local r, err = mapping.tasks_per_node("2(x3")
+    assert.is_nil(r)
+    assert.matches("'2%(x3' is not a task count", err)
+  end)
+
+  it("orders slots site by site, Slurm's order inside a site", function()
+    local cfg = h.two_sites(2, 2)
+    local m = assert(mapping.site_major(cfg, { "b1", "a1", "b2", "a2" }, { 2, 1, 1, 2 }))
+    local hosts = {}
+    for i, s in ipairs(m.slots) do hosts[i] = s.host .. ":" .. s["local"] end
+    assert.are.same({ "a1:0", "a2:0", "a2:1", "b1:0", "b1:1", "b2:0" }, hosts)
+    assert.are.same({ a = 3, b = 3 }, m.per_site)
+  end)
+
+  it("refuses a node that is in no site, naming it", function()
+    local m, err = mapping.site_major(h.two_sites(2, 2), { "a1", "zz9" }, { 1, 1 })
+    assert.is_nil(m)
+    assert.matches("node 'zz9' is in no site", err)
+  end)
+
+  it("finds the planted partition of two interleaved groups", function()
+    -- ranks 1,3,5,7 talk only among themselves, and so do 2,4,6,8: the
+    -- site-major order cuts half of all traffic, the best order none
+    local w = zeros(8)
+    for i = 1, 8 do
+      for j = 1, 8 do
+        if i ~= j and i % 2 == j % 2 then w[i][j] = 1000 end
+      end
+    end
+    local side, cut, start = mapping.bisect(w, 4)
+    assert.are.equal(0, cut)
+    assert.is_true(start > 0)
+    assert.are.equal(side[1], side[3])
+    assert.are.equal(side[2], side[8])
+  end)
+
+  it("never does worse than site-major and stays near the optimum on random graphs", function()
+    local seed = 7
+    local function rand(n)
+      seed = (seed * 16807) % 2147483647
+      return seed % n
+    end
+    local worse = 0
+    for _ = 1, 40 do
+      local n = 4 + rand(7)
+      local na = math.floor(n / 2) + rand(2) * (n % 2)
+      local w = zeros(n)
+      for i = 1, n do
+        for j = 1, n do
+          if i ~= j and rand(3) == 0 then w[i][j] = rand(100) end
+        end
+      end
+      local side, cut, start = mapping.bisect(w, na)
+      local count = 0
+      for i = 1, n do if side[i] == 1 then count = count + 1 end end
+      assert.are.equal(na, count)
+      assert.is_true(cut <= start)
+      assert.are.equal(cut, mapping.cut_bytes(w, side))
+      local best = brute_force(w, na)
+      assert.is_true(cut >= best)
+      if cut > best * 1.25 then worse = worse + 1 end
+    end
+    -- Kernighan-Lin is a heuristic: allow a few cases more than 25 % off
+    assert.is_true(worse <= 4, worse .. " of 40 graphs more than 25 % above the optimum")
+  end)
+
+  it("gives each site's ranks that site's slots in rank order", function()
+    local slots = { { host = "a1" }, { host = "a2" }, { host = "b1" }, { host = "b2" } }
+    local out = mapping.assign(slots, { 2, 1, 2, 1 }, 2)
+    assert.are.same({ "b1", "a1", "b2", "a2" }, { out[1].host, out[2].host, out[3].host, out[4].host })
+  end)
+
+  it("checks a traffic matrix", function()
+    assert.are.equal(2, mapping.check_matrix({ { 0, 1 }, { 2, 0 } }))
+    assert.matches("row 2", select(2, mapping.check_matrix({ { 0, 1 }, { 2 } })))
+    assert.matches("entry %(1, 2%)", select(2, mapping.check_matrix({ { 0, -1 }, { 2, 0 } })))
+  end)
+end)

@@ -1,0 +1,185 @@
+-- Specs for xsite.profile: --comm-profile values, named, class or explicit.
+
+local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
+package.path = HERE .. "/../../lua/?.lua;" .. package.path
+local FIXTURES = HERE .. "/fixtures/"
+
+local config = require("xsite.config")
+local profile = require("xsite.profile")
+
+local function near(expected, actual, what)
+  assert.is_number(actual, what)
+  assert.is_true(math.abs(actual - expected) <= 1e-12 * math.abs(expected),
+    string.format("%s: expected %.17g, got %.17g", what or "value", expected, actual))
+end
+
+local function explicit_error(spec)
+  local p, err = profile.parse_explicit(spec)
+  assert.is_nil(p, "expected an error for " .. tostring(spec))
+  assert.is_string(err)
+  return err
+end
+
+describe("xsite.profile.parse_explicit", function()
+  it("reads op, b, x, steps and pattern in base units", function()
+    local p = assert(profile.parse_explicit("op=1e12,b=8GB,x=1GB,steps=100,pattern=halo3d"))
+    assert.are.equal("explicit", p.kind)
+    assert.are.equal("op=1e12,b=8GB,x=1GB,steps=100,pattern=halo3d", p.name)
+    near(1e12, p.ops, "op")
+    near(8e9, p.bytes, "b")
+    near(1e9, p.exchange, "x")
+    assert.are.equal(100, p.steps)
+    assert.are.equal("halo3d", p.pattern)
+  end)
+
+  it("takes the fields in any order, keys and patterns in any case, blanks around them", function()
+    local p = assert(profile.parse_explicit(" Pattern = TREE , X=2MiB,B=1kB , OP=3G"))
+    near(3e9, p.ops, "op")
+    near(1e3, p.bytes, "b")
+    near(2 * 1024 * 1024, p.exchange, "x")
+    assert.are.equal("tree", p.pattern)
+  end)
+
+  it("defaults steps to 0 and pattern to alltoall", function()
+    local p = assert(profile.parse_explicit("op=1e9,b=1GB,x=1MB"))
+    assert.are.equal(0, p.steps)
+    assert.are.equal("alltoall", p.pattern)
+  end)
+
+  it("accepts every pattern of the model", function()
+    for _, pat in ipairs({ "alltoall", "halo1d", "halo2d", "halo3d", "tree", "none" }) do
+      assert.are.equal(pat, assert(profile.parse_explicit("op=1,b=1B,x=1B,pattern=" .. pat)).pattern)
+    end
+  end)
+
+  it("accepts steps with a prefix and steps=0", function()
+    assert.are.equal(2000, assert(profile.parse_explicit("op=1,b=1B,x=1B,steps=2k")).steps)
+    assert.are.equal(0, assert(profile.parse_explicit("op=1,b=1B,x=1B,steps=0")).steps)
+  end)
+
+  it("accepts x=0B: a job that does not communicate", function()
+    assert.are.equal(0, assert(profile.parse_explicit("op=1e12,b=8GB,x=0B")).exchange)
+  end)
+
+  it("accepts x=0, a bare zero, like x=0B", function()
+    local p, err = profile.parse_explicit("op=1e12,b=8GB,x=0")
+    assert.is_nil(err)
+    assert.are.equal(0, p.exchange)
+  end)
+
+  it("names an unknown field", function()
+    assert.are.equal("foo: unknown field (op, b, x, steps, pattern)", explicit_error("op=1,b=1B,x=1B,foo=2"))
+    assert.are.equal("ops: unknown field (op, b, x, steps, pattern)", explicit_error("ops=1,b=1B,x=1B"))
+  end)
+
+  it("names each missing required field", function()
+    assert.are.equal("op: missing (op=, b= and x= are required)", explicit_error("b=1B,x=1B"))
+    assert.are.equal("b: missing (op=, b= and x= are required)", explicit_error("op=1,x=1B"))
+    assert.are.equal("x: missing (op=, b= and x= are required)", explicit_error("op=1,b=1B,steps=3"))
+  end)
+
+  it("names a bad pattern and lists the good ones", function()
+    assert.are.equal("pattern: 'ring' is not one of alltoall, halo1d, halo2d, halo3d, tree, none",
+      explicit_error("op=1,b=1B,x=1B,pattern=ring"))
+    assert.matches("^pattern: '' is not one of", explicit_error("op=1,b=1B,x=1B,pattern="))
+  end)
+
+  it("names a field given twice", function()
+    assert.are.equal("op: given twice", explicit_error("op=1,b=1B,x=1B,op=2"))
+    assert.are.equal("b: given twice", explicit_error("op=1,b=1B,x=1B,B=2B"))
+    assert.are.equal("pattern: given twice", explicit_error("op=1,b=1B,x=1B,pattern=tree,pattern=tree"))
+  end)
+
+  it("names the field of a bad unit or value", function()
+    assert.are.equal("b: '8GB/s': unknown unit 'GB/s' (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)",
+      explicit_error("op=1,b=8GB/s,x=1B"))
+    assert.are.equal("op: 'lots' is not a number with a unit (a plain number, or k, M, G, T, P)",
+      explicit_error("op=lots,b=1B,x=1B"))
+    assert.are.equal("op: '0' must be greater than 0", explicit_error("op=0,b=1B,x=1B"))
+    assert.are.equal("b: '0B' must be greater than 0", explicit_error("op=1,b=0B,x=1B"))
+    assert.are.equal("x: empty value", explicit_error("op=1,b=1B,x="))
+  end)
+
+  it("refuses fractional steps, naming the field", function()
+    assert.are.equal("steps: '1.5' is not a whole number", explicit_error("op=1,b=1B,x=1B,steps=1.5"))
+  end)
+
+  it("refuses an item that is not key=value", function()
+    assert.are.equal("'gromacs' is not key=value", explicit_error("op=1,b=1B,x=1B,gromacs"))
+    assert.are.equal("'' is not key=value", explicit_error("op=1,,b=1B,x=1B"))
+    assert.are.equal("'' is not key=value", explicit_error("op=1,b=1B,x=1B,"))
+  end)
+
+  it("says 'empty profile' for an empty or missing spec", function()
+    assert.are.equal("empty profile", explicit_error(""))
+    assert.are.equal("empty profile", explicit_error(nil))
+  end)
+end)
+
+describe("xsite.profile.resolve", function()
+  local cfg, minimal
+  setup(function()
+    cfg = assert(config.load(FIXTURES .. "full.conf"))
+    minimal = assert(config.load(FIXTURES .. "minimal.conf"))
+  end)
+
+  it("finds a named profile of the configuration", function()
+    local p = assert(profile.resolve("gromacs", cfg))
+    assert.are.equal(cfg.profile_by_name.gromacs, p)
+    near(2e15, p.ops, "Ops")
+    assert.is_false(p.class)
+  end)
+
+  it("finds a class", function()
+    local p = assert(profile.resolve("medium", cfg))
+    assert.is_true(p.class)
+    assert.are.equal("halo3d", p.pattern)
+  end)
+
+  it("finds a template profile", function()
+    assert.are.equal("linpack", assert(profile.resolve("hpl", cfg)).template)
+  end)
+
+  it("parses a spec with '=' as explicit parameters", function()
+    local p = assert(profile.resolve("op=1e12,b=8GB,x=1GB", cfg))
+    assert.are.equal("explicit", p.kind)
+    local none, err = profile.resolve("op=1e12,b=8GB", cfg)
+    assert.is_nil(none)
+    assert.are.equal("x: missing (op=, b= and x= are required)", err)
+  end)
+
+  it("uses DefaultProfile when the spec is nil or empty", function()
+    assert.are.equal(cfg.profile_by_name.gromacs, profile.resolve(nil, cfg))
+    assert.are.equal(cfg.profile_by_name.gromacs, profile.resolve("", cfg))
+  end)
+
+  it("says so when there is neither a spec nor a DefaultProfile", function()
+    local p, err = profile.resolve(nil, minimal)
+    assert.is_nil(p)
+    assert.are.equal("no --comm-profile given and no DefaultProfile configured", err)
+  end)
+
+  it("names an unknown profile and lists the known ones, sorted", function()
+    local p, err = profile.resolve("namd", cfg)
+    assert.is_nil(p)
+    assert.are.equal("unknown profile 'namd' (known: gromacs, high, hpl, low, medium; or op=…,b=…,x=…)", err)
+    p, err = profile.resolve("namd", minimal)
+    assert.is_nil(p)
+    assert.are.equal("unknown profile 'namd' (known: none; or op=…,b=…,x=…)", err)
+  end)
+
+  it("refuses a spec that is not a string", function()
+    local p, err = profile.resolve(12, cfg)
+    assert.is_nil(p)
+    assert.are.equal("profile must be a string", err)
+  end)
+end)
+
+describe("xsite.profile.label", function()
+  it("is the name of a named profile or class and 'explicit' for explicit parameters", function()
+    local cfg = assert(config.load(FIXTURES .. "full.conf"))
+    assert.are.equal("gromacs", profile.label(cfg.profile_by_name.gromacs))
+    assert.are.equal("high", profile.label(cfg.profile_by_name.high))
+    assert.are.equal("explicit", profile.label(assert(profile.parse_explicit("op=1,b=1B,x=1B"))))
+  end)
+end)
