@@ -165,6 +165,21 @@ local RECORD_KIND = {
   classname = "profile",
 }
 
+-- A line without its comment: from the first '#' outside double quotes.
+local function strip_comment(line)
+  if not line:find("#", 1, true) then return line end
+  local quoted = false
+  for i = 1, #line do
+    local c = line:sub(i, i)
+    if c == '"' then
+      quoted = not quoted
+    elseif c == "#" and not quoted then
+      return line:sub(1, i - 1)
+    end
+  end
+  return line
+end
+
 --- Split the text into logical lines: comments removed, continuations joined.
 -- @return array of { line = first physical line number, text = joined text }
 local function logical_lines(text)
@@ -173,7 +188,7 @@ local function logical_lines(text)
   for raw in (text .. "\n"):gmatch("([^\n]*)\n") do
     n = n + 1
     raw = raw:gsub("\r$", "")
-    local body = raw:gsub("#.*$", "")
+    local body = strip_comment(raw)
     local cont = body:find("\\%s*$") ~= nil
     if cont then body = body:gsub("\\%s*$", "") end
     if pending then

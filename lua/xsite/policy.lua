@@ -10,6 +10,7 @@
 local model = require("xsite.model")
 local profile = require("xsite.profile")
 local units = require("xsite.units")
+local hostlist = require("xsite.hostlist")
 
 local M = {}
 
@@ -26,6 +27,7 @@ local WHY = {
   ["user-pin"] = "you asked for one site",
   ["user-span"] = "you asked to span both sites",
   ["user-constraint"] = "your --constraint already selects site %s",
+  ["user-nodes"] = "you asked for nodes by name (--nodelist) at %s",
   ["link-down"] = "the link between the sites is down",
   oversize = "no single site has %d nodes",
 }
@@ -135,6 +137,17 @@ function M.parse_record(text)
   return out
 end
 
+--- Check a `--site-affinity` value: auto, pin, span or a site's name.
+-- @return true, or nil and a message listing the valid values
+function M.check_affinity(cfg, value)
+  if value == "auto" or value == "pin" or value == "span" or cfg.site_by_name[value] then
+    return true
+  end
+  local valid = { "auto", "pin", "span" }
+  for _, s in ipairs(cfg.sites) do valid[#valid + 1] = s.name end
+  return nil, string.format("unknown site '%s' (valid: %s)", tostring(value), table.concat(valid, ", "))
+end
+
 --- Decide where a job runs.
 -- @param req a table: `cfg` (xsite.config), `nodes` (the job's node count),
 --   `affinity` (`--site-affinity`, nil for the configured default),
@@ -194,16 +207,9 @@ function M.decide(req)
 
   local affinity = req.affinity
   if affinity == nil or affinity == "" then affinity = pol.default_affinity end
-  local target
-  if affinity ~= "auto" and affinity ~= "pin" and affinity ~= "span" then
-    target = cfg.site_by_name[affinity]
-    if not target then
-      local valid = { "auto", "pin", "span" }
-      for _, s in ipairs(cfg.sites) do valid[#valid + 1] = s.name end
-      return finish("reject", "bad-request", string.format(
-        "--site-affinity: unknown site '%s' (valid: %s)", affinity, table.concat(valid, ", ")))
-    end
-  end
+  local ok, aerr = M.check_affinity(cfg, affinity)
+  if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
+  local target = cfg.site_by_name[affinity]
 
   local prof, perr = profile.resolve(req.profile, cfg)
   if not prof then
@@ -230,6 +236,21 @@ function M.decide(req)
   d.prediction = ev
 
   local user_sites = sites_in_constraint(cfg, req.features)
+
+  -- Nodes asked for by name: the user has placed the job already.
+  if req.req_nodes and req.req_nodes ~= "" then
+    local names = hostlist.expand(req.req_nodes)
+    local seen, list = {}, {}
+    for _, name in ipairs(names or {}) do
+      local s = cfg.site_of_node[name]
+      if s and not seen[s] then seen[s], list[#list + 1] = true, s end
+    end
+    if #list > 0 then
+      d.sites = site_names(list)
+      return finish(#list > 1 and "span" or "site", "user-nodes",
+        string.format(WHY["user-nodes"], d.sites:gsub("|", " and ")))
+    end
+  end
 
   local function constrain(add)
     local merged, why = merge(req.features, add)

@@ -165,6 +165,7 @@ local function decide(job_desc, slurm, flags)
     affinity = flags.affinity,
     profile = flags.profile,
     features = job_desc.features,
+    req_nodes = job_desc.req_nodes,
     time_limit = set(tl) and tl * 60 or nil,
     topology = state.topology,
     link_state = link_state(cfg, slurm),

@@ -38,7 +38,17 @@ function M.line_chart(c)
   local left, right, top, bottom = 70, 190, 50, 60
   local pw, ph = W - left - right, H - top - bottom
   local xmin, xmax, ymax = math.huge, -math.huge, 0
-  for _, s in ipairs(c.series) do
+  -- points that cannot be drawn (NaN, infinities) are left out
+  local function finite(v) return v == v and v ~= math.huge and v ~= -math.huge end
+  local series = {}
+  for i, s in ipairs(c.series) do
+    local kept = {}
+    for _, p in ipairs(s.points) do
+      if finite(p[1]) and finite(p[2]) then kept[#kept + 1] = p end
+    end
+    series[i] = { label = s.label, points = kept, dashed = s.dashed }
+  end
+  for _, s in ipairs(series) do
     for _, p in ipairs(s.points) do
       if p[1] < xmin then xmin = p[1] end
       if p[1] > xmax then xmax = p[1] end
@@ -85,7 +95,7 @@ function M.line_chart(c)
     fmt(top + ph / 2), fmt(top + ph / 2), esc(c.ylabel or ""))
   -- lines, labelled at their right end; labels pushed apart to stay readable
   local labels = {}
-  for i, s in ipairs(c.series) do
+  for i, s in ipairs(series) do
     local color = COLORS[(i - 1) % #COLORS + 1]
     local pts = {}
     for _, p in ipairs(s.points) do pts[#pts + 1] = fmt(X(p[1])) .. "," .. fmt(Y(p[2])) end

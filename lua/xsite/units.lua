@@ -108,6 +108,9 @@ function M.parse(text, kind, opts)
     return nil, string.format("'%s' is not a number with a unit (%s)", text, k.units)
   end
   unit = unit:gsub("^%s+", "")
+  if unit == "" and value == 0 and opts and opts.zero then
+    return 0  -- a bare 0 is 0 in every unit
+  end
   if unit == "" and not k.bare then
     return nil, string.format("'%s' needs a unit (%s)", text, k.units)
   end

@@ -26,7 +26,8 @@ xsite_plugin() {
 
 # plugstack_line [ARG...]: the plugstack.conf line of the plugin on this testbed
 plugstack_line() {
-	printf 'required %s config=%s lua_path=%s' "$XT_PLUGIN" "$XT_STATE/etc/xsite.conf" "$XT_REPO/lua"
+	printf 'required %s config=%s lua_path=%s' "$XT_STATE/lib/xsite.so" "$XT_STATE/etc/xsite.conf" \
+		"$XT_STATE/lib/lua"
 	if (($# > 0)); then
 		printf ' %s' "$@"
 	fi
@@ -38,15 +39,13 @@ setup_file() {
 	xt_init spank
 	XT_PLUGIN=$(xsite_plugin)
 	export XT_PLUGIN
+	XSITE_SPANK_PLUGIN=$XT_PLUGIN
+	export XSITE_SPANK_PLUGIN
 	xt_up
 
-	# PLUGSTACK WIRING -- by hand: `xsite-testbed --help` offers no plugstack
-	# or plugin option yet.  The testbed's generated plugstack.conf includes
-	# $XT_STATE/etc/plugstack.conf.d/*.conf, so the plugin's line goes there;
-	# clients read it at each run, slurmstepd at each step.  Switch this to
-	# the testbed's hook once it has one.
-	[[ -f $XT_STATE/etc/xsite.conf ]] || cp "$XT_REPO/site-configs/testbed.conf" "$XT_STATE/etc/xsite.conf"
-	plugstack_line >"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	# The testbed wires the plugin itself ($XSITE_SPANK_PLUGIN, exported
+	# before xt_up): its line must be there, as the tests below rewrite it.
+	grep -q "^required $XT_STATE/lib/xsite.so " "$XT_STATE/etc/plugstack.conf.d/xsite.conf"
 
 	# the job script of the sbatch and salloc tests: the job, its nodes, and
 	# what the plugin handed over (Slurm exports the job control
@@ -504,6 +503,6 @@ EOF
 		wait "$pid"'
 	printf '# %s\n' "${lines[@]}" >&3
 	assert_line --regexp '/cli_filter_lua\.so$'
-	assert_line "$XT_PLUGIN"
+	assert_line "$XT_STATE/lib/xsite.so"
 	assert_equal "$(grep -c liblua <<<"$output")" 1
 }

@@ -214,8 +214,10 @@ describe("xsite.units.parse", function()
       assert.are.equal(0, v)
     end)
 
-    it("still wants a unit for a bare 0 of a kind that needs one", function()
-      assert_error("'0' needs a unit (s, ms, us or ns)", "0", "time", { zero = true })
+    it("reads a bare 0 as 0 of any kind where 0 is allowed, and wants a unit otherwise", function()
+      assert.are.equal(0, units.parse("0", "time", { zero = true }))
+      assert_error("'0' needs a unit (s, ms, us or ns)", "0", "time")
+      assert_error("'5' needs a unit (s, ms, us or ns)", "5", "time", { zero = true })
     end)
 
     it("reads an underflow to 0 as 0, refused without zero = true", function()

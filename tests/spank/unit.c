@@ -313,7 +313,7 @@ static void test_bridge(void)
 
 	x = xsite_lua_open("/nonexistent", &err);
 	ok(x == NULL && has(err, "cannot load the xsite Lua library from /nonexistent") &&
-	   has(err, "xsite.config"), "a wrong lua_path is an error naming the directory and module");
+	   has(err, "xsite.spank"), "a wrong lua_path is an error naming the directory and module");
 	diag("message", err);
 	free(err);
 

@@ -3,13 +3,27 @@
 -- and prints, one record a line:
 --   site NAME FEATURE CORES NODE...
 --   link LATENCY_SECONDS BANDWIDTH_BYTES_PER_SECOND
+-- With --quantity, it reads one quantity of the command line through the
+-- same units module (xsite.units) and prints it in base units.
 -- Usage: lua5.1 siteinfo.lua REPO CONFIG
+--        lua5.1 siteinfo.lua REPO --quantity time|bandwidth VALUE
 local repo, path = arg[1], arg[2]
 if not repo or not path then
   io.stderr:write("xsite-testbed: siteinfo.lua: usage: siteinfo.lua REPO CONFIG\n")
   os.exit(2)
 end
 package.path = repo .. "/lua/?.lua;" .. package.path
+
+if path == "--quantity" then
+  local units = require("xsite.units")
+  local v, qerr = units.parse(arg[4] or "", arg[3], { zero = true })
+  if not v then
+    io.stderr:write(qerr, "\n")
+    os.exit(1)
+  end
+  io.write(string.format("%.9g\n", v))
+  os.exit(0)
+end
 
 local ok, config = pcall(require, "xsite.config")
 if not ok then

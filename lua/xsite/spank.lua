@@ -1,0 +1,95 @@
+--- The library's side of the SPANK plugin spank/xsite.so.
+--
+-- The plugin embeds Lua and calls these functions; they only call the rest
+-- of the library (the one config parser, the profiles, the policy's checks)
+-- and shape the results for C: strings, or nil and a message.  One
+-- configuration per Lua state, loaded by `load`.
+-- @module xsite.spank
+
+local config = require("xsite.config")
+local hostlist = require("xsite.hostlist")
+local profile = require("xsite.profile")
+local policy = require("xsite.policy")
+
+local M = {}
+
+local cfg
+
+--- Load the configuration.
+-- @return true, or nil and the parser's messages
+function M.load(path)
+  local c, err = config.load(path)
+  if not c then return nil, err end
+  cfg = c
+  return true
+end
+
+--- Check a `--site-affinity` value (the same check and message as the policy's).
+function M.check_affinity(v)
+  return policy.check_affinity(cfg, v)
+end
+
+--- Check a `--comm-profile` value.  Without a configuration only explicit
+-- profiles can be checked; names are then left to slurmctld.
+function M.check_profile(v)
+  local p, err
+  if cfg then
+    p, err = profile.resolve(v, cfg)
+  elseif v:find("=") then
+    p, err = profile.parse_explicit(v)
+  else
+    return true
+  end
+  if not p then return nil, err end
+  return true
+end
+
+local function number(v)
+  return (string.format("%.3f", v):gsub("%.?0+$", ""))
+end
+
+--- What a task is told about where it runs.
+-- @param host this node's name (a domain is ignored when the short name is a node)
+-- @param nodelist the job's SLURM_JOB_NODELIST
+-- @return { site, sites, spanning, latency_us, bandwidth_mbps, warning }, or nil and a message
+function M.task_env(host, nodelist)
+  local env, warn = {}, {}
+  local site = cfg.site_of_node[host] or cfg.site_of_node[host:match("^[^.]*")]
+  if site then
+    env.site = site.name
+  else
+    warn[#warn + 1] = string.format("node '%s' is in no site of %s; XSITE_SITE not set", host, cfg.file)
+  end
+  local names, herr = hostlist.expand(nodelist)
+  if not names then return nil, "SLURM_JOB_NODELIST: " .. herr end
+  local count, outside = {}, 0
+  for _, n in ipairs(names) do
+    local s = cfg.site_of_node[n]
+    if s then count[s] = (count[s] or 0) + 1 else outside = outside + 1 end
+  end
+  local parts = {}
+  for _, s in ipairs(cfg.sites) do
+    if count[s] then parts[#parts + 1] = s.name .. ":" .. count[s] end
+  end
+  if outside > 0 then
+    warn[#warn + 1] = string.format("%d node(s) of the job in no site of %s", outside, cfg.file)
+  end
+  env.sites = table.concat(parts, ",")
+  env.spanning = #parts > 1 and "1" or "0"
+  local state
+  if cfg.policy.link_state_file then
+    local st, serr = config.load_link_state(cfg.policy.link_state_file)
+    if st then
+      state = st
+    elseif serr then
+      warn[#warn + 1] = serr .. "; using the configured link"
+    end
+  end
+  local link = policy.effective_link(cfg, state)
+  env.latency_us = number(link.latency * 1e6)
+  env.bandwidth_mbps = number(link.bandwidth * link.channels / 1e6)
+  if #warn > 0 then env.warning = table.concat(warn, "; ") end
+  return env
+end
+
+return M
