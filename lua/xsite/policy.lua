@@ -313,10 +313,11 @@ function M.decide(req)
     if #fitting > 0 then return pin("link-down", WHY["link-down"]) end
   elseif ev.slowdown <= pol.max_slowdown then
     d.sites = "any"
-    if req.topology and #fitting > 0 and ev.slowdown > 1 and req.time_limit then
+    local wait = req.time_limit and math.floor(req.time_limit * (ev.slowdown - 1)) or 0
+    if req.topology and #fitting > 0 and wait >= 1 then
       -- Wait for one site for at most the time spanning would lose.
       d.req_switch = 1
-      d.wait4switch = math.floor(req.time_limit * (ev.slowdown - 1))
+      d.wait4switch = wait
     end
     return finish("span", "within", string.format(WHY.within, ratio(ev.slowdown), ratio(pol.max_slowdown)))
   elseif #fitting > 0 then
