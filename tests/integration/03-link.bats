@@ -77,9 +77,9 @@ rtt_min() {
 
 @test "link set refuses bad values with a clear message" {
 	run -1 tb link set --latency fast
-	assert_output 'xsite-testbed: link set: --latency: invalid value: fast (e.g. 5ms, 100us)'
+	assert_output "xsite-testbed: link set: --latency: invalid value: 'fast' is not a number with a unit (s, ms, us or ns)"
 	run -1 tb link set --bandwidth 10
-	assert_output --partial 'xsite-testbed: link set: --bandwidth: invalid value: 10'
+	assert_output --partial "xsite-testbed: link set: --bandwidth: invalid value: '10' needs a unit"
 	run -1 tb link set
 	assert_output 'xsite-testbed: link set: give --latency and/or --bandwidth'
 }

@@ -51,11 +51,15 @@ describe("xsite.policy with --site-affinity=auto", function()
   end)
 
   it("asks topology/tree to wait for one site at most the time spanning would lose", function()
-    local d = decide({ nodes = 2, profile = "quiet", topology = true, time_limit = 36000 })
+    -- ten days at a slowdown of 1.00002: about 21 s of waiting for one site
+    local d = decide({ nodes = 2, profile = "quiet", topology = true, time_limit = 864000 })
     assert.are.equal("span", d.action)
     assert.are.equal(1, d.req_switch)
-    assert.are.equal(math.floor(36000 * (d.prediction.slowdown - 1)), d.wait4switch)
+    assert.are.equal(math.floor(864000 * (d.prediction.slowdown - 1)), d.wait4switch)
+    assert.is_true(d.wait4switch >= 1)
     assert.matches("wait4switch=" .. d.wait4switch, d.record)
+    -- ten hours lose less than a second: no wait is asked for
+    assert.is_nil(decide({ nodes = 2, profile = "quiet", topology = true, time_limit = 36000 }).req_switch)
     -- no wait without a time limit, without topology, or when no site holds the job
     assert.is_nil(decide({ nodes = 2, profile = "quiet", topology = true }).req_switch)
     assert.is_nil(decide({ nodes = 2, profile = "quiet", time_limit = 600 }).req_switch)

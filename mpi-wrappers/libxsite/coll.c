@@ -1,0 +1,1053 @@
+/*
+ * libxsite: the site-aware collectives, for a communicator whose ranks sit
+ * at exactly two sites (site 0 is the site of rank 0).
+ *
+ * Each collective is a site-local phase (the MPI library's own collectives
+ * on the site-local communicator, with a node level below where it pays),
+ * one crossing of the link, and a site-local phase again:
+ *  - k = 1 (messages below XSITE_LARGE_MSG): one message each way between
+ *    the two site leaders (local rank 0), or between the root and the other
+ *    site's leader;
+ *  - k > 1 (large messages): the data is cut into k segments that k rank
+ *    pairs (stream ranks, spread over the nodes of each site) send at the
+ *    same time with nonblocking sends; the site-local phases become
+ *    reduce-scatter / scatter before and allgather / gather after.
+ * Reductions combine the two sites' partial results in one fixed order
+ * (site 0 op site 1) on both sides, so every rank gets the same bits; they
+ * are not bitwise those of the MPI library's own algorithm (README.md).
+ * Only commutative ops come here.  Data-movement collectives work on packed
+ * bytes, so the datatypes of the ranks need only match in type signature.
+ * All of xsite's own messages go over a private copy of the communicator and
+ * are counted exactly; the site-local PMPI_ collectives are counted with
+ * the fallback model (they never cross the link).
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *const xs_coll_name[XS_NCOLL] = {
+	"allreduce", "reduce", "bcast", "barrier",
+	"allgather", "gather", "scatter", "alltoall",
+};
+
+/* tags on the private communicator, one per kind of message */
+enum { TAG_CROSS = 1, TAG_TO_STREAM, TAG_FROM_STREAM };
+
+#define CHECK(x) do { rc = (x); if (rc != MPI_SUCCESS) goto out; } while (0)
+
+/* ---- helpers ------------------------------------------------------------ */
+
+struct tinfo {
+	MPI_Aint lb, ext, tlb, text;
+	int size;
+	int contig; /* a predefined type whose elements tile memory: memcpy */
+};
+
+static void tinfo(MPI_Datatype t, struct tinfo *ti)
+{
+	int ni, na, nd, comb;
+
+	PMPI_Type_size(t, &ti->size);
+	PMPI_Type_get_extent(t, &ti->lb, &ti->ext);
+	PMPI_Type_get_true_extent(t, &ti->tlb, &ti->text);
+	PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+	ti->contig = comb == MPI_COMBINER_NAMED && ti->size == ti->ext &&
+		     ti->size == ti->text;
+}
+
+/* a buffer for count elements of t (true extent), shifted by the true lb */
+static void *tmp_typed(int count, const struct tinfo *ti, void **base)
+{
+	size_t n = count > 0 ? (size_t)ti->text + (size_t)(count - 1) * (size_t)ti->ext : 1;
+
+	*base = malloc(n ? n : 1);
+	return *base ? (char *)*base - ti->tlb : NULL;
+}
+
+static int copy_typed(void *dst, const void *src, int count, MPI_Datatype t,
+		      const struct tinfo *ti)
+{
+	if (!count || dst == src)
+		return MPI_SUCCESS;
+	if (ti->contig) {
+		memcpy((char *)dst + ti->tlb, (const char *)src + ti->tlb,
+		       (size_t)count * (size_t)ti->size);
+		return MPI_SUCCESS;
+	}
+	return PMPI_Sendrecv(src, count, t, 0, 0, dst, count, t, 0, 0,
+			     MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
+static char *xmalloc(size_t n)
+{
+	return malloc(n ? n : 1);
+}
+
+/* segment j of k of total items */
+static int seg_lo(int total, int k, int j)
+{
+	return (int)((long long)total * j / k);
+}
+
+static int seg_len(int total, int k, int j)
+{
+	return seg_lo(total, k, j + 1) - seg_lo(total, k, j);
+}
+
+/* the segment (range) of k that item i falls in */
+static int seg_of(int total, int k, int i)
+{
+	int j;
+
+	for (j = 0; j < k - 1 && i >= seg_lo(total, k, j + 1); j++)
+		;
+	return j;
+}
+
+/* stream rank j of site s (comm rank); k = 1: the site leader */
+static int stream(const struct xs_comm *c, int s, int k, int j)
+{
+	return k == 1 ? c->members[s][0] : c->streams[s][j];
+}
+
+/* my index among the k stream ranks of my site, or -1 */
+static int my_stream(const struct xs_comm *c, int k)
+{
+	int j;
+
+	for (j = 0; j < k; j++)
+		if (stream(c, c->me, k, j) == c->rank)
+			return j;
+	return -1;
+}
+
+/* packed images: the data of (buf, count, t) as contiguous bytes */
+struct img {
+	char *p;
+	void *base; /* allocated here, else NULL */
+	size_t bytes;
+};
+
+static int img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
+		  int force_copy, struct img *im)
+{
+	struct tinfo ti;
+	int pos = 0, rc;
+
+	tinfo(t, &ti);
+	im->bytes = (size_t)count * (size_t)ti.size;
+	im->base = NULL;
+	if (ti.contig && !force_copy) {
+		im->p = (char *)buf + ti.tlb;
+		return MPI_SUCCESS;
+	}
+	im->p = im->base = xmalloc(im->bytes);
+	if (!im->p)
+		return MPI_ERR_NO_MEM;
+	if (ti.contig) {
+		memcpy(im->p, (const char *)buf + ti.tlb, im->bytes);
+		return MPI_SUCCESS;
+	}
+	rc = PMPI_Pack(buf, count, t, im->p, (int)im->bytes, &pos, comm);
+	if (rc == MPI_SUCCESS && (size_t)pos != im->bytes)
+		rc = MPI_ERR_INTERN; /* not a homogeneous "native" packing */
+	return rc;
+}
+
+static int img_out(void *buf, int count, MPI_Datatype t, struct img *im)
+{
+	struct tinfo ti;
+
+	tinfo(t, &ti);
+	im->bytes = (size_t)count * (size_t)ti.size;
+	im->base = NULL;
+	if (ti.contig) {
+		im->p = (char *)buf + ti.tlb;
+		return MPI_SUCCESS;
+	}
+	im->p = im->base = xmalloc(im->bytes);
+	return im->p ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+/* unpack an output image into the user's buffer */
+static int img_done(struct img *im, void *buf, int count, MPI_Datatype t,
+		    MPI_Comm comm)
+{
+	int pos = 0;
+
+	if (!im->base)
+		return MPI_SUCCESS;
+	return PMPI_Unpack(im->p, (int)im->bytes, &pos, buf, count, t, comm);
+}
+
+static void img_free(struct img *im)
+{
+	free(im->base);
+	im->base = NULL;
+}
+
+#ifdef XSITE_FAULT_INJECTION
+/* test builds only (libxsite-fault.so): XSITE_FAULT=<collective> breaks
+ * that collective (one bit of its result; a barrier that does not wait),
+ * to prove that the tests can fail */
+static int faulty(enum xs_coll_id coll)
+{
+	const char *f = getenv("XSITE_FAULT");
+
+	return f && !strcmp(f, xs_coll_name[coll]);
+}
+
+static void fault(enum xs_coll_id coll, int holder, void *p, size_t bytes)
+{
+	if (faulty(coll) && holder && bytes)
+		((unsigned char *)p)[0] ^= 1;
+}
+#define FAULT(c, coll, holder, p, bytes) fault(coll, holder, p, bytes)
+#define FAULTY(coll) faulty(coll)
+#else
+#define FAULT(c, coll, holder, p, bytes) ((void)0)
+#define FAULTY(coll) 0
+#endif
+
+/* ---- counted point-to-point on the private communicator ------------------ */
+
+static int isend_to(const struct xs_comm *c, const void *buf, int count,
+		    MPI_Datatype t, int dest, int tag, MPI_Request *req)
+{
+	int size;
+
+	PMPI_Type_size(t, &size);
+	xs_count(c->wrank[dest], (uint64_t)count * (uint64_t)size, 1);
+	return PMPI_Isend(buf, count, t, dest, tag, c->priv, req);
+}
+
+static int send_to(const struct xs_comm *c, const void *buf, int count,
+		   MPI_Datatype t, int dest, int tag)
+{
+	int size;
+
+	PMPI_Type_size(t, &size);
+	xs_count(c->wrank[dest], (uint64_t)count * (uint64_t)size, 1);
+	return PMPI_Send(buf, count, t, dest, tag, c->priv);
+}
+
+static int irecv_from(const struct xs_comm *c, void *buf, int count,
+		      MPI_Datatype t, int src, int tag, MPI_Request *req)
+{
+	return PMPI_Irecv(buf, count, t, src, tag, c->priv, req);
+}
+
+/* both ways with one peer at once */
+static int exchange(const struct xs_comm *c, const void *sbuf, void *rbuf,
+		    int count, MPI_Datatype t, int peer)
+{
+	MPI_Request r[2];
+	int rc;
+
+	rc = irecv_from(c, rbuf, count, t, peer, TAG_CROSS, &r[0]);
+	if (rc == MPI_SUCCESS)
+		rc = isend_to(c, sbuf, count, t, peer, TAG_CROSS, &r[1]);
+	if (rc == MPI_SUCCESS)
+		rc = PMPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+	return rc;
+}
+
+/* ---- site-local phases: PMPI_ collectives, counted with the model -------- */
+
+struct sub {
+	MPI_Comm comm;
+	int size, rank;
+	const int *w;
+};
+
+static struct sub sub_local(const struct xs_comm *c)
+{
+	struct sub s = { c->local, c->n[c->me], c->lrank[c->rank], c->local_w };
+
+	return s;
+}
+
+static struct sub sub_node(const struct xs_comm *c)
+{
+	struct sub s = { c->node, c->node_size, c->node_rank, c->node_w };
+
+	return s;
+}
+
+static struct sub sub_nl(const struct xs_comm *c)
+{
+	struct sub s = { c->nodeleaders, c->nl_size, c->nl_rank, c->nl_w };
+
+	return s;
+}
+
+static uint64_t nbytes(int count, MPI_Datatype t)
+{
+	int size;
+
+	PMPI_Type_size(t, &size);
+	return (uint64_t)count * (uint64_t)size;
+}
+
+/* sbuf MPI_IN_PLACE on any rank: that rank's data is in rbuf */
+static int sub_reduce(const struct sub *s, const void *sbuf, void *rbuf,
+		      int count, MPI_Datatype t, MPI_Op op, int root)
+{
+	xs_model_reduce(s->w, s->size, s->rank, root, nbytes(count, t));
+	if (s->rank == root)
+		return PMPI_Reduce(sbuf, rbuf, count, t, op, root, s->comm);
+	return PMPI_Reduce(sbuf == MPI_IN_PLACE ? rbuf : sbuf, NULL, count, t,
+			   op, root, s->comm);
+}
+
+static int sub_bcast(const struct sub *s, void *buf, int count, MPI_Datatype t,
+		     int root)
+{
+	xs_model_bcast(s->w, s->size, s->rank, root, nbytes(count, t));
+	return PMPI_Bcast(buf, count, t, root, s->comm);
+}
+
+static uint64_t *counts_bytes(const int *cnt, int n, MPI_Datatype t)
+{
+	uint64_t *b = malloc(sizeof(uint64_t) * (size_t)n);
+	int i;
+
+	if (b)
+		for (i = 0; i < n; i++)
+			b[i] = nbytes(cnt[i], t);
+	return b;
+}
+
+static int sub_reduce_scatter(const struct sub *s, const void *sbuf, void *rbuf,
+			      const int *cnt, MPI_Datatype t, MPI_Op op)
+{
+	uint64_t *b = counts_bytes(cnt, s->size, t);
+
+	if (b)
+		xs_model_scatterv(s->w, s->size, s->rank, s->rank, b);
+	free(b);
+	return PMPI_Reduce_scatter(sbuf, rbuf, cnt, t, op, s->comm);
+}
+
+static int sub_allgatherv(const struct sub *s, void *buf, const int *cnt,
+			  const int *dsp, MPI_Datatype t)
+{
+	uint64_t *b = counts_bytes(cnt, s->size, t);
+
+	if (b)
+		xs_model_allgatherv(s->w, s->size, s->rank, b);
+	free(b);
+	return PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, dsp,
+			       t, s->comm);
+}
+
+/* to the site leader (local rank 0), through the node leaders if it pays;
+ * rbuf must be valid on every rank (the node leaders collect there) */
+static int local_reduce(const struct xs_comm *c, const void *sbuf, void *rbuf,
+			int count, MPI_Datatype t, MPI_Op op)
+{
+	struct sub L = sub_local(c), N = sub_node(c), NL = sub_nl(c);
+	int rc;
+
+	if (!c->node_level)
+		return sub_reduce(&L, sbuf, rbuf, count, t, op, 0);
+	rc = sub_reduce(&N, sbuf, rbuf, count, t, op, 0);
+	if (rc == MPI_SUCCESS && c->node_rank == 0)
+		rc = sub_reduce(&NL, MPI_IN_PLACE, rbuf, count, t, op, 0);
+	return rc;
+}
+
+/* from the site leader, through the node leaders if it pays */
+static int local_bcast(const struct xs_comm *c, void *buf, int count,
+		       MPI_Datatype t)
+{
+	struct sub L = sub_local(c), N = sub_node(c), NL = sub_nl(c);
+	int rc = MPI_SUCCESS;
+
+	if (!c->node_level)
+		return sub_bcast(&L, buf, count, t, 0);
+	if (c->node_rank == 0)
+		rc = sub_bcast(&NL, buf, count, t, 0);
+	if (rc == MPI_SUCCESS)
+		rc = sub_bcast(&N, buf, count, t, 0);
+	return rc;
+}
+
+/* P0 op P1 (site 0's partial first) into mine, the same on both sides */
+static int combine(const struct xs_comm *c, int mysite, void *mine, void *theirs,
+		   int count, MPI_Datatype t, MPI_Op op, const struct tinfo *ti)
+{
+	int rc;
+
+	if (mysite == 1)
+		return PMPI_Reduce_local(theirs, mine, count, t, op);
+	rc = PMPI_Reduce_local(mine, theirs, count, t, op);
+	if (rc == MPI_SUCCESS)
+		rc = copy_typed(mine, theirs, count, t, ti);
+	(void)c;
+	return rc;
+}
+
+/* counts and displacements (in elements) of k segments of total, placed at
+ * the stream ranks of my site, for the site-local collectives */
+static int seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
+		      int **dsp)
+{
+	int j, n = c->n[c->me];
+
+	*cnt = calloc((size_t)n, sizeof(int));
+	*dsp = calloc((size_t)n, sizeof(int));
+	if (!*cnt || !*dsp)
+		return MPI_ERR_NO_MEM;
+	for (j = 0; j < k; j++) {
+		int l = c->lrank[stream(c, c->me, k, j)];
+
+		(*cnt)[l] = seg_len(total, k, j);
+		(*dsp)[l] = seg_lo(total, k, j);
+	}
+	return MPI_SUCCESS;
+}
+
+/* ---- Allreduce ---------------------------------------------------------- */
+
+int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+		 MPI_Datatype t, MPI_Op op, int k)
+{
+	struct sub L = sub_local(c);
+	struct tinfo ti;
+	void *b1 = NULL, *b2 = NULL;
+	int *cnt = NULL, *dsp = NULL, other = 1 - c->me, rc, j, seg;
+
+	tinfo(t, &ti);
+	if (k == 1) {
+		CHECK(local_reduce(c, sbuf, rbuf, count, t, op));
+		if (L.rank == 0) {
+			void *theirs = tmp_typed(count, &ti, &b1);
+
+			if (!theirs)
+				CHECK(MPI_ERR_NO_MEM);
+			CHECK(exchange(c, rbuf, theirs, count, t, c->members[other][0]));
+			CHECK(combine(c, c->me, rbuf, theirs, count, t, op, &ti));
+		}
+		CHECK(local_bcast(c, rbuf, count, t));
+	} else {
+		char *mine, *theirs;
+
+		CHECK(seg_layout(c, count, k, &cnt, &dsp));
+		j = my_stream(c, k);
+		seg = j >= 0 ? cnt[L.rank] : 0;
+		mine = tmp_typed(seg, &ti, &b1);
+		theirs = tmp_typed(seg, &ti, &b2);
+		if (!mine || !theirs)
+			CHECK(MPI_ERR_NO_MEM);
+		CHECK(sub_reduce_scatter(&L, sbuf == MPI_IN_PLACE ? rbuf : sbuf, mine,
+					 cnt, t, op));
+		if (j >= 0) {
+			CHECK(exchange(c, mine, theirs, seg, t, stream(c, other, k, j)));
+			CHECK(combine(c, c->me, mine, theirs, seg, t, op, &ti));
+			CHECK(copy_typed((char *)rbuf + (MPI_Aint)dsp[L.rank] * ti.ext,
+					 mine, seg, t, &ti));
+		}
+		CHECK(sub_allgatherv(&L, rbuf, cnt, dsp, t));
+	}
+	FAULT(c, XS_ALLREDUCE, c->rank == c->size - 1, (char *)rbuf + ti.tlb,
+	      (size_t)count * (size_t)ti.size);
+out:
+	free(b1);
+	free(b2);
+	free(cnt);
+	free(dsp);
+	return rc;
+}
+
+/* ---- Reduce ------------------------------------------------------------- */
+
+int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+	      MPI_Datatype t, MPI_Op op, int root, int k)
+{
+	struct sub L = sub_local(c);
+	struct tinfo ti;
+	void *b1 = NULL, *b2 = NULL;
+	int *cnt = NULL, *dsp = NULL, rc, j, seg;
+	int rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
+
+	tinfo(t, &ti);
+	if (k == 1) {
+		/* the root collects in its recvbuf, every other rank in a temp */
+		void *w = amroot ? rbuf : tmp_typed(count, &ti, &b1);
+
+		if (!w)
+			CHECK(MPI_ERR_NO_MEM);
+		if (c->me == rs && c->lrank[root] != 0) {
+			CHECK(sub_reduce(&L, sbuf, w, count, t, op, c->lrank[root]));
+		} else {
+			CHECK(local_reduce(c, sbuf, w, count, t, op));
+		}
+		if (c->me != rs && L.rank == 0)
+			CHECK(send_to(c, w, count, t, root, TAG_CROSS));
+		if (amroot) {
+			void *theirs = tmp_typed(count, &ti, &b2);
+
+			if (!theirs)
+				CHECK(MPI_ERR_NO_MEM);
+			CHECK(PMPI_Recv(theirs, count, t, c->members[other][0], TAG_CROSS,
+					c->priv, MPI_STATUS_IGNORE));
+			CHECK(combine(c, rs, rbuf, theirs, count, t, op, &ti));
+		}
+	} else {
+		char *mine, *theirs;
+		const void *in = amroot && sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+
+		CHECK(seg_layout(c, count, k, &cnt, &dsp));
+		j = my_stream(c, k);
+		seg = j >= 0 ? cnt[L.rank] : 0;
+		mine = tmp_typed(seg, &ti, &b1);
+		theirs = tmp_typed(seg, &ti, &b2);
+		if (!mine || !theirs)
+			CHECK(MPI_ERR_NO_MEM);
+		CHECK(sub_reduce_scatter(&L, in, mine, cnt, t, op));
+		if (j >= 0 && c->me != rs)
+			CHECK(send_to(c, mine, seg, t, stream(c, rs, k, j), TAG_CROSS));
+		if (c->me == rs) {
+			if (j >= 0) {
+				CHECK(PMPI_Recv(theirs, seg, t, stream(c, other, k, j),
+						TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
+				CHECK(combine(c, rs, mine, theirs, seg, t, op, &ti));
+			}
+			xs_model_gather(L.w, L.size, L.rank, c->lrank[root],
+					nbytes(seg, t));
+			CHECK(PMPI_Gatherv(mine, seg, t, rbuf, cnt, dsp, t,
+					   c->lrank[root], c->local));
+		}
+	}
+	FAULT(c, XS_REDUCE, amroot, (char *)rbuf + ti.tlb,
+	      (size_t)count * (size_t)ti.size);
+out:
+	free(b1);
+	free(b2);
+	free(cnt);
+	free(dsp);
+	return rc;
+}
+
+/* ---- Bcast -------------------------------------------------------------- */
+
+int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
+	     int k)
+{
+	struct sub L = sub_local(c);
+	struct img im = { NULL, NULL, 0 };
+	MPI_Request req = MPI_REQUEST_NULL;
+	int *cnt = NULL, *dsp = NULL, rc, j, n;
+	int rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
+
+	CHECK(amroot ? img_in(buf, count, t, c->comm, 0, &im)
+		     : img_out(buf, count, t, &im));
+	n = (int)im.bytes;
+	if (k == 1) {
+		if (amroot)
+			CHECK(isend_to(c, im.p, n, MPI_BYTE, c->members[other][0],
+				       TAG_CROSS, &req));
+		if (c->me != rs && L.rank == 0)
+			CHECK(PMPI_Recv(im.p, n, MPI_BYTE, root, TAG_CROSS, c->priv,
+					MPI_STATUS_IGNORE));
+		if (c->me == rs && c->lrank[root] != 0)
+			CHECK(sub_bcast(&L, im.p, n, MPI_BYTE, c->lrank[root]));
+		else
+			CHECK(local_bcast(c, im.p, n, MPI_BYTE));
+	} else {
+		/* scatter to the stream ranks, across in k pairs, allgather */
+		CHECK(seg_layout(c, n, k, &cnt, &dsp));
+		j = my_stream(c, k);
+		if (c->me == rs) {
+			uint64_t *b = counts_bytes(cnt, L.size, MPI_BYTE);
+
+			if (b)
+				xs_model_scatterv(L.w, L.size, L.rank, c->lrank[root], b);
+			free(b);
+			CHECK(PMPI_Scatterv(im.p, cnt, dsp, MPI_BYTE,
+					    amroot ? MPI_IN_PLACE : im.p + (j >= 0 ? dsp[L.rank] : 0),
+					    j >= 0 ? cnt[L.rank] : 0, MPI_BYTE,
+					    c->lrank[root], c->local));
+			if (j >= 0)
+				CHECK(isend_to(c, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
+					       stream(c, other, k, j), TAG_CROSS, &req));
+		} else if (j >= 0) {
+			CHECK(PMPI_Recv(im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
+					stream(c, rs, k, j), TAG_CROSS, c->priv,
+					MPI_STATUS_IGNORE));
+		}
+		CHECK(sub_allgatherv(&L, im.p, cnt, dsp, MPI_BYTE));
+	}
+	CHECK(PMPI_Wait(&req, MPI_STATUS_IGNORE));
+	FAULT(c, XS_BCAST, !amroot && c->rank == c->size - 1, im.p, im.bytes);
+	if (!amroot)
+		CHECK(img_done(&im, buf, count, t, c->comm));
+out:
+	if (req != MPI_REQUEST_NULL)
+		PMPI_Wait(&req, MPI_STATUS_IGNORE);
+	img_free(&im);
+	free(cnt);
+	free(dsp);
+	return rc;
+}
+
+/* ---- Barrier ------------------------------------------------------------ */
+
+int xs_barrier(struct xs_comm *c)
+{
+	struct sub L = sub_local(c);
+	char none;
+	int rc;
+
+	xs_model_barrier(L.w, L.size, L.rank);
+	CHECK(PMPI_Barrier(c->local));
+	if (FAULTY(XS_BARRIER))
+		goto out;
+	if (L.rank == 0)
+		CHECK(exchange(c, &none, &none, 0, MPI_BYTE, c->members[1 - c->me][0]));
+	xs_model_barrier(L.w, L.size, L.rank);
+	CHECK(PMPI_Barrier(c->local));
+out:
+	return rc;
+}
+
+/* ---- Allgather ---------------------------------------------------------- */
+
+/* my block, packed: from sbuf, or (MPI_IN_PLACE) from my place in rbuf */
+static int own_block(const struct xs_comm *c, const void *sbuf, int scount,
+		     MPI_Datatype stype, const void *rbuf, int rcount,
+		     MPI_Datatype rtype, int pos, struct img *im)
+{
+	MPI_Aint lb, ext;
+
+	if (sbuf != MPI_IN_PLACE)
+		return img_in(sbuf, scount, stype, c->comm, 0, im);
+	PMPI_Type_get_extent(rtype, &lb, &ext);
+	return img_in((const char *)rbuf + (MPI_Aint)pos * rcount * ext, rcount,
+		      rtype, c->comm, 0, im);
+}
+
+int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
+		 MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		 int k)
+{
+	struct sub L = sub_local(c);
+	struct img own = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
+	MPI_Request *req = NULL;
+	char *x[2] = { NULL, NULL };
+	int *cnt = NULL, *dsp = NULL, rc, r, j, nr = 0;
+	int me = c->me, other = 1 - me;
+	size_t b;
+
+	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype, c->rank, &own));
+	b = own.bytes;
+	x[me] = xmalloc((size_t)c->n[me] * b);
+	x[other] = xmalloc((size_t)c->n[other] * b);
+	req = malloc(sizeof(MPI_Request) * 2);
+	if (!x[0] || !x[1] || !req)
+		CHECK(MPI_ERR_NO_MEM);
+
+	/* my site's blocks, everywhere at my site */
+	xs_model_allgather(L.w, L.size, L.rank, b);
+	CHECK(PMPI_Allgather(own.p, (int)b, MPI_BYTE, x[me], (int)b, MPI_BYTE,
+			     c->local));
+	/* across: segment j of each site's blocks between stream pair j */
+	j = my_stream(c, k);
+	if (j >= 0) {
+		int ms = (int)((size_t)c->n[me] * b), os = (int)((size_t)c->n[other] * b);
+		int peer = stream(c, other, k, j);
+
+		CHECK(irecv_from(c, x[other] + seg_lo(os, k, j), seg_len(os, k, j),
+				 MPI_BYTE, peer, TAG_CROSS, &req[nr++]));
+		CHECK(isend_to(c, x[me] + seg_lo(ms, k, j), seg_len(ms, k, j),
+			       MPI_BYTE, peer, TAG_CROSS, &req[nr++]));
+		CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+		nr = 0;
+	}
+	/* the other site's blocks, everywhere at my site */
+	if (k == 1) {
+		CHECK(local_bcast(c, x[other], (int)((size_t)c->n[other] * b), MPI_BYTE));
+	} else {
+		CHECK(seg_layout(c, (int)((size_t)c->n[other] * b), k, &cnt, &dsp));
+		CHECK(sub_allgatherv(&L, x[other], cnt, dsp, MPI_BYTE));
+	}
+	/* in comm rank order */
+	CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
+	for (r = 0; r < c->size; r++)
+		memcpy(out.p + (size_t)r * b, x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
+	FAULT(c, XS_ALLGATHER, c->rank == c->size - 1, out.p, out.bytes);
+	CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
+out:
+	if (nr)
+		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+	img_free(&own);
+	img_free(&out);
+	free(x[0]);
+	free(x[1]);
+	free(req);
+	free(cnt);
+	free(dsp);
+	return rc;
+}
+
+/* ---- Gather ------------------------------------------------------------- */
+
+int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
+	      MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+	      int root, int k)
+{
+	struct sub L = sub_local(c);
+	struct img own = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
+	MPI_Request *req = NULL;
+	char *x[2] = { NULL, NULL }, *y = NULL;
+	int rc, r, j, l, nr = 0, rs = c->site_of[root], other = 1 - rs;
+	int amroot = c->rank == root, lr = L.rank;
+	size_t b;
+
+	CHECK(own_block(c, amroot ? sbuf : sbuf, scount, stype, rbuf, rcount, rtype,
+			root, &own));
+	b = own.bytes;
+	req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
+	if (!req)
+		CHECK(MPI_ERR_NO_MEM);
+
+	if (c->me == rs) {
+		if (amroot) {
+			x[rs] = xmalloc((size_t)c->n[rs] * b);
+			x[other] = xmalloc((size_t)c->n[other] * b);
+			if (!x[rs] || !x[other])
+				CHECK(MPI_ERR_NO_MEM);
+			/* the other site's blocks: k messages, one per stream */
+			for (j = 0; j < k; j++) {
+				int lo = seg_lo(c->n[other], k, j);
+
+				CHECK(irecv_from(c, x[other] + (size_t)lo * b,
+						 (int)((size_t)seg_len(c->n[other], k, j) * b),
+						 MPI_BYTE, stream(c, other, k, j), TAG_CROSS,
+						 &req[nr++]));
+			}
+		}
+		xs_model_gather(L.w, L.size, lr, c->lrank[root], b);
+		CHECK(PMPI_Gather(own.p, (int)b, MPI_BYTE, x[rs], (int)b, MPI_BYTE,
+				  c->lrank[root], c->local));
+		if (amroot) {
+			CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+			nr = 0;
+			CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
+			for (r = 0; r < c->size; r++)
+				memcpy(out.p + (size_t)r * b,
+				       x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
+			FAULT(c, XS_GATHER, 1, out.p, out.bytes);
+			CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
+		}
+	} else if (k == 1) {
+		/* gather at the leader, one message to the root */
+		if (lr == 0 && !(y = xmalloc((size_t)c->n[c->me] * b)))
+			CHECK(MPI_ERR_NO_MEM);
+		xs_model_gather(L.w, L.size, lr, 0, b);
+		CHECK(PMPI_Gather(own.p, (int)b, MPI_BYTE, y, (int)b, MPI_BYTE, 0,
+				  c->local));
+		if (lr == 0)
+			CHECK(send_to(c, y, (int)((size_t)c->n[c->me] * b), MPI_BYTE,
+				      root, TAG_CROSS));
+	} else {
+		/* stream j collects the blocks of local ranks in range j and
+		 * sends them to the root */
+		int n = c->n[c->me], mj = my_stream(c, k), sj = seg_of(n, k, lr);
+
+		if (mj >= 0) {
+			int lo = seg_lo(n, k, mj), len = seg_len(n, k, mj);
+
+			if (!(y = xmalloc((size_t)len * b)))
+				CHECK(MPI_ERR_NO_MEM);
+			for (l = lo; l < lo + len; l++)
+				if (l == lr)
+					memcpy(y + (size_t)(l - lo) * b, own.p, b);
+				else
+					CHECK(irecv_from(c, y + (size_t)(l - lo) * b, (int)b,
+							 MPI_BYTE, c->members[c->me][l],
+							 TAG_TO_STREAM, &req[nr++]));
+		}
+		if (stream(c, c->me, k, sj) != c->rank)
+			CHECK(isend_to(c, own.p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
+				       TAG_TO_STREAM, &req[nr++]));
+		CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+		nr = 0;
+		if (mj >= 0)
+			CHECK(send_to(c, y, (int)((size_t)seg_len(n, k, mj) * b), MPI_BYTE,
+				      root, TAG_CROSS));
+	}
+out:
+	if (nr)
+		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+	img_free(&own);
+	img_free(&out);
+	free(x[0]);
+	free(x[1]);
+	free(y);
+	free(req);
+	return rc;
+}
+
+/* ---- Scatter ------------------------------------------------------------ */
+
+int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
+	       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+	       int root, int k)
+{
+	struct sub L = sub_local(c);
+	struct img in = { NULL, NULL, 0 }, mine = { NULL, NULL, 0 };
+	MPI_Request *req = NULL;
+	char *x[2] = { NULL, NULL }, *y = NULL;
+	int rc, r, j, l, nr = 0, rs = c->site_of[root], other = 1 - rs;
+	int amroot = c->rank == root, lr = L.rank, inplace;
+	size_t b;
+
+	inplace = amroot && rbuf == MPI_IN_PLACE;
+	req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
+	if (!req)
+		CHECK(MPI_ERR_NO_MEM);
+	if (amroot) {
+		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, &in));
+		b = in.bytes / (size_t)c->size;
+	} else {
+		b = nbytes(rcount, rtype);
+	}
+	if (!inplace)
+		CHECK(img_out(rbuf, rcount, rtype, &mine));
+
+	if (amroot) {
+		/* blocks in site-local order; the other site's go out first */
+		x[0] = xmalloc((size_t)c->n[0] * b);
+		x[1] = xmalloc((size_t)c->n[1] * b);
+		if (!x[0] || !x[1])
+			CHECK(MPI_ERR_NO_MEM);
+		for (r = 0; r < c->size; r++)
+			memcpy(x[c->site_of[r]] + (size_t)c->lrank[r] * b,
+			       in.p + (size_t)r * b, b);
+		for (j = 0; j < k; j++)
+			CHECK(isend_to(c, x[other] + (size_t)seg_lo(c->n[other], k, j) * b,
+				       (int)((size_t)seg_len(c->n[other], k, j) * b),
+				       MPI_BYTE, stream(c, other, k, j), TAG_CROSS,
+				       &req[nr++]));
+	}
+	if (c->me == rs) {
+		xs_model_scatter(L.w, L.size, lr, c->lrank[root], b);
+		CHECK(PMPI_Scatter(x[rs], (int)b, MPI_BYTE,
+				   inplace ? MPI_IN_PLACE : mine.p, (int)b, MPI_BYTE,
+				   c->lrank[root], c->local));
+	} else if (k == 1) {
+		if (lr == 0) {
+			if (!(y = xmalloc((size_t)c->n[c->me] * b)))
+				CHECK(MPI_ERR_NO_MEM);
+			CHECK(PMPI_Recv(y, (int)((size_t)c->n[c->me] * b), MPI_BYTE, root,
+					TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
+		}
+		xs_model_scatter(L.w, L.size, lr, 0, b);
+		CHECK(PMPI_Scatter(y, (int)b, MPI_BYTE, mine.p, (int)b, MPI_BYTE, 0,
+				   c->local));
+	} else {
+		/* stream j receives the blocks of local ranks in range j from the
+		 * root and hands them out */
+		int n = c->n[c->me], mj = my_stream(c, k), sj = seg_of(n, k, lr);
+
+		if (stream(c, c->me, k, sj) != c->rank)
+			CHECK(irecv_from(c, mine.p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
+					 TAG_FROM_STREAM, &req[nr++]));
+		if (mj >= 0) {
+			int lo = seg_lo(n, k, mj), len = seg_len(n, k, mj);
+
+			if (!(y = xmalloc((size_t)len * b)))
+				CHECK(MPI_ERR_NO_MEM);
+			CHECK(PMPI_Recv(y, (int)((size_t)len * b), MPI_BYTE, root, TAG_CROSS,
+					c->priv, MPI_STATUS_IGNORE));
+			for (l = lo; l < lo + len; l++)
+				if (l == lr)
+					memcpy(mine.p, y + (size_t)(l - lo) * b, b);
+				else
+					CHECK(isend_to(c, y + (size_t)(l - lo) * b, (int)b,
+						       MPI_BYTE, c->members[c->me][l],
+						       TAG_FROM_STREAM, &req[nr++]));
+		}
+	}
+	CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+	nr = 0;
+	if (!inplace) {
+		FAULT(c, XS_SCATTER, c->rank == c->size - 1, mine.p, mine.bytes);
+		CHECK(img_done(&mine, rbuf, rcount, rtype, c->comm));
+	}
+out:
+	if (nr)
+		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+	img_free(&in);
+	img_free(&mine);
+	free(x[0]);
+	free(x[1]);
+	free(y);
+	free(req);
+	return rc;
+}
+
+/* ---- Alltoall ----------------------------------------------------------- */
+
+/*
+ * Blocks between ranks of one site: the MPI library's Alltoall on the site
+ * communicator.  Blocks across: (A) each rank hands its blocks for the other
+ * site to the stream rank of its range; (B) stream pair j exchanges them in
+ * one message each way; (C) each stream rank hands every rank of its site
+ * the blocks from its partner's range.
+ */
+int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
+		MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		int k)
+{
+	struct sub L = sub_local(c);
+	struct img in = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
+	MPI_Request *req = NULL;
+	char *sl = NULL, *rl = NULL, *cm = NULL, *g = NULL, *h = NULL, *d = NULL,
+	     *rx = NULL;
+	int rc, l, j, s, nr = 0, me = c->me, o = 1 - me, lr = L.rank;
+	int nm = c->n[me], no = c->n[o], mj, sa;
+	size_t b;
+
+	/* with MPI_IN_PLACE the input is rbuf, which the output overwrites */
+	if (sbuf == MPI_IN_PLACE)
+		CHECK(img_in(rbuf, c->size * rcount, rtype, c->comm, 1, &in));
+	else
+		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, &in));
+	b = in.bytes / (size_t)c->size;
+	CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
+	sl = xmalloc((size_t)nm * b);
+	rl = xmalloc((size_t)nm * b);
+	cm = xmalloc((size_t)no * b);
+	rx = xmalloc((size_t)no * b);
+	req = malloc(sizeof(MPI_Request) * (size_t)(2 * nm + 2 * k + 4));
+	if (!sl || !rl || !cm || !rx || !req)
+		CHECK(MPI_ERR_NO_MEM);
+	mj = my_stream(c, k);
+	sa = stream(c, me, k, seg_of(nm, k, lr));
+
+	/* (C) receives first: from stream j, the blocks of range j at the
+	 * other site */
+	for (j = 0; j < k; j++) {
+		s = stream(c, me, k, j);
+		if (s != c->rank)
+			CHECK(irecv_from(c, rx + (size_t)seg_lo(no, k, j) * b,
+					 (int)((size_t)seg_len(no, k, j) * b), MPI_BYTE, s,
+					 TAG_FROM_STREAM, &req[nr++]));
+	}
+
+	/* inside my site */
+	for (l = 0; l < nm; l++)
+		memcpy(sl + (size_t)l * b, in.p + (size_t)c->members[me][l] * b, b);
+	xs_model_alltoall(L.w, L.size, lr, b);
+	CHECK(PMPI_Alltoall(sl, (int)b, MPI_BYTE, rl, (int)b, MPI_BYTE, c->local));
+	for (l = 0; l < nm; l++)
+		memcpy(out.p + (size_t)c->members[me][l] * b, rl + (size_t)l * b, b);
+
+	/* (A) my blocks for the other site, to the stream rank of my range */
+	for (l = 0; l < no; l++)
+		memcpy(cm + (size_t)l * b, in.p + (size_t)c->members[o][l] * b, b);
+	{
+		MPI_Request ra[1];
+		int na = 0, lo = 0, len = 0, nrA;
+		MPI_Request *rA = NULL;
+
+		if (mj >= 0) {
+			lo = seg_lo(nm, k, mj);
+			len = seg_len(nm, k, mj);
+			g = xmalloc((size_t)len * (size_t)no * b);
+			rA = malloc(sizeof(MPI_Request) * (size_t)(len + 1));
+			if (!g || !rA) {
+				free(rA);
+				CHECK(MPI_ERR_NO_MEM);
+			}
+		}
+		nrA = 0;
+		for (l = lo; l < lo + len; l++)
+			if (l == lr)
+				memcpy(g + (size_t)(l - lo) * no * b, cm, (size_t)no * b);
+			else
+				CHECK(irecv_from(c, g + (size_t)(l - lo) * no * b,
+						 (int)((size_t)no * b), MPI_BYTE,
+						 c->members[me][l], TAG_TO_STREAM, &rA[nrA++]));
+		if (sa != c->rank)
+			CHECK(isend_to(c, cm, (int)((size_t)no * b), MPI_BYTE, sa,
+				       TAG_TO_STREAM, &ra[na++]));
+		rc = PMPI_Waitall(nrA, rA, MPI_STATUSES_IGNORE);
+		if (rc == MPI_SUCCESS)
+			rc = PMPI_Waitall(na, ra, MPI_STATUSES_IGNORE);
+		free(rA);
+		if (rc != MPI_SUCCESS)
+			goto out;
+	}
+
+	/* (B) stream pair j: range j of my site x all of the other site, and
+	 * back range j of the other site x all of mine */
+	if (mj >= 0) {
+		int lenm = seg_len(nm, k, mj), leno = seg_len(no, k, mj);
+		int peer = stream(c, o, k, mj), src, dst;
+		MPI_Request rb[2];
+		MPI_Request *rC;
+		int nC = 0;
+
+		h = xmalloc((size_t)leno * (size_t)nm * b);
+		d = xmalloc((size_t)leno * (size_t)nm * b);
+		if (!h || !d)
+			CHECK(MPI_ERR_NO_MEM);
+		CHECK(irecv_from(c, h, (int)((size_t)leno * nm * b), MPI_BYTE, peer,
+				 TAG_CROSS, &rb[0]));
+		CHECK(isend_to(c, g, (int)((size_t)lenm * no * b), MPI_BYTE, peer,
+			       TAG_CROSS, &rb[1]));
+		CHECK(PMPI_Waitall(2, rb, MPI_STATUSES_IGNORE));
+
+		/* (C) h is [source in range][destination at my site]: to each
+		 * destination its column */
+		for (dst = 0; dst < nm; dst++)
+			for (src = 0; src < leno; src++)
+				memcpy(d + ((size_t)dst * leno + src) * b,
+				       h + ((size_t)src * nm + dst) * b, b);
+		rC = malloc(sizeof(MPI_Request) * (size_t)nm);
+		if (!rC)
+			CHECK(MPI_ERR_NO_MEM);
+		for (dst = 0; dst < nm; dst++) {
+			char *col = d + (size_t)dst * leno * b;
+
+			if (c->members[me][dst] == c->rank)
+				memcpy(rx + (size_t)seg_lo(no, k, mj) * b, col,
+				       (size_t)leno * b);
+			else if ((rc = isend_to(c, col, (int)((size_t)leno * b), MPI_BYTE,
+						c->members[me][dst], TAG_FROM_STREAM,
+						&rC[nC++])) != MPI_SUCCESS)
+				break;
+		}
+		if (rc == MPI_SUCCESS)
+			rc = PMPI_Waitall(nC, rC, MPI_STATUSES_IGNORE);
+		free(rC);
+		if (rc != MPI_SUCCESS)
+			goto out;
+	}
+	CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+	nr = 0;
+	for (l = 0; l < no; l++)
+		memcpy(out.p + (size_t)c->members[o][l] * b, rx + (size_t)l * b, b);
+	FAULT(c, XS_ALLTOALL, c->rank == c->size - 1, out.p, out.bytes);
+	CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
+out:
+	if (nr)
+		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+	img_free(&in);
+	img_free(&out);
+	free(sl);
+	free(rl);
+	free(cm);
+	free(rx);
+	free(g);
+	free(h);
+	free(d);
+	free(req);
+	return rc;
+}

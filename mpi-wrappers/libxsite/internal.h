@@ -1,0 +1,161 @@
+/*
+ * libxsite: internal declarations shared by the library's files.
+ *
+ *   config.c    tunables (XSITE_*), logging
+ *   comm.c      per-communicator state: rank maps, the site exchange, the
+ *               cached sub-communicators (attribute with a delete callback)
+ *   coll.c      the site-aware collectives
+ *   traffic.c   accounting of what crosses the link, the JSON record
+ *   wrappers.c  the MPI_ entry points (PMPI profiling interface)
+ */
+#ifndef XSITE_INTERNAL_H
+#define XSITE_INTERNAL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xsite.h"
+
+#define XS_SITE_MAX 64  /* longest site name + 1 */
+#define XS_HOST_MAX 72  /* longest host name kept + 1 */
+#define XS_MAX_SITES 64 /* distinct sites told apart in one job */
+
+/* ---- config.c ------------------------------------------------------- */
+
+struct xs_config {
+	int coll;            /* XSITE_COLL */
+	int streams;         /* XSITE_STREAMS */
+	long large_msg;      /* XSITE_LARGE_MSG */
+	int verbose;         /* XSITE_VERBOSE */
+	int node_level;      /* XSITE_NODE_LEVEL */
+	int node_size;       /* XSITE_NODE_SIZE */
+	int matrix_max;      /* XSITE_MATRIX_MAX */
+	const char *traffic; /* XSITE_TRAFFIC_FILE (NULL: none) */
+};
+extern struct xs_config xs_cfg;
+
+void xs_config_load(int world_rank);
+void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- global state (wrappers.c) ---------------------------------------- */
+
+extern int xs_ready;           /* between MPI_Init and MPI_Finalize */
+extern int xs_mt;              /* MPI_THREAD_MULTIPLE was provided */
+extern __thread int xs_depth;  /* > 0 inside the library: re-entry guard */
+extern int xs_wrank, xs_wsize; /* in MPI_COMM_WORLD */
+extern MPI_Group xs_wgroup;    /* the group of MPI_COMM_WORLD */
+
+/* Sites of MPI_COMM_WORLD, from the exchange at MPI_Init. */
+extern char xs_site[XS_SITE_MAX];         /* this rank's XSITE_SITE, "" if unset */
+extern int *xs_wsite;                     /* site index of each world rank, -1: unset */
+extern int xs_nsites;                     /* distinct sites in the job */
+extern char xs_site_names[XS_MAX_SITES][XS_SITE_MAX];
+extern int xs_sites_verified;             /* names behind equal hashes agree */
+
+/* ---- comm.c ----------------------------------------------------------- */
+
+enum xs_coll_id {
+	XS_ALLREDUCE, XS_REDUCE, XS_BCAST, XS_BARRIER,
+	XS_ALLGATHER, XS_GATHER, XS_SCATTER, XS_ALLTOALL,
+	XS_NCOLL
+};
+
+enum xs_state { XS_UNSET, XS_SITEAWARE, XS_FALLBACK };
+
+/* What the library knows about one communicator (cached as an attribute). */
+struct xs_comm {
+	MPI_Comm comm;
+	unsigned id;        /* serial number in this process, for logs */
+	int size, rank;     /* of comm (size: remote size for an intercomm) */
+	int inter;          /* intercommunicator */
+	int *wrank;         /* (remote) comm rank -> world rank, -1 if not in my world */
+
+	/* set up at the first collective (collectively, on every rank) */
+	enum xs_state state;
+	const char *why;    /* fallback reason when state == XS_FALLBACK */
+	int nsites;         /* 0: some rank has no XSITE_SITE */
+	MPI_Comm priv;      /* copy of comm: xsite's own point-to-point */
+	MPI_Comm local;     /* the ranks of my site */
+	MPI_Comm node;      /* the ranks of my node (inside my site) */
+	MPI_Comm nodeleaders; /* node rank 0 of each node of my site, else NULL */
+	int *local_w, *node_w, *nl_w; /* their ranks -> world ranks */
+	int nl_size, nl_rank, node_size, node_rank;
+	int *site_of;       /* comm rank -> 0 or 1 (site 0: the site of rank 0) */
+	int *lrank;         /* comm rank -> rank in its site's local comm */
+	int n[2];           /* ranks per site */
+	int *members[2];    /* local rank -> comm rank, per site */
+	int kmax;           /* min(n[0], n[1], XSITE_STREAMS) */
+	int *streams[2];    /* kmax stream ranks per site (comm ranks), by local rank */
+	int me;             /* my site (0 or 1) */
+	int node_level;     /* my site's local phases go through the node level */
+	uint64_t logged[XS_NCOLL]; /* decisions already logged (XSITE_VERBOSE) */
+	struct xs_comm *prev, *next; /* the live list (comm.c) */
+};
+
+int xs_comm_init(void);
+void xs_comm_finalize(void);
+struct xs_comm *xs_comm_get(MPI_Comm comm);   /* NULL only on failure */
+int xs_comm_setup(struct xs_comm *c);          /* collective on c->comm */
+void xs_comm_label(struct xs_comm *c, char *buf, size_t n);
+#define XS_EX_UNSET 1    /* some rank has no XSITE_SITE */
+#define XS_EX_TOOMANY 2  /* more than max_sites sites */
+#define XS_EX_MISMATCH 4 /* different names behind one hash */
+int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
+		     char (*names)[XS_SITE_MAX], int max_sites, int verify);
+uint64_t xs_hash(const char *s);
+
+/* ---- coll.c ----------------------------------------------------------- */
+
+extern const char *const xs_coll_name[XS_NCOLL];
+
+/* The site-aware algorithms.  The caller has checked everything (two
+ * sites, supported arguments); k = 1 (two leaders) or c->kmax streams. */
+int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+		 MPI_Datatype t, MPI_Op op, int k);
+int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+	      MPI_Datatype t, MPI_Op op, int root, int k);
+int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t,
+	     int root, int k);
+int xs_barrier(struct xs_comm *c);
+int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
+		 MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		 int k);
+int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
+	      MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+	      int root, int k);
+int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
+	       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+	       int root, int k);
+int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
+		MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		int k);
+
+/* ---- traffic.c -------------------------------------------------------- */
+
+int xs_traffic_init(void);
+void xs_traffic_finalize(void);
+void xs_count(int wdest, uint64_t bytes, int coll);
+void xs_count_p2p(MPI_Comm comm, int dest, int count, MPI_Datatype t);
+void xs_persist_add(MPI_Request req, MPI_Comm comm, int dest, int count,
+		    MPI_Datatype t);
+void xs_persist_start(MPI_Request req);
+void xs_persist_free(MPI_Request req);
+void xs_note_decision(int siteaware);
+
+/* The fallback model: what the MPI library's own algorithm would send,
+ * counted from the calling rank (see README.md, "Accounting"). */
+void xs_model_barrier(const int *wmap, int size, int rank);
+void xs_model_bcast(const int *wmap, int size, int rank, int root, uint64_t bytes);
+void xs_model_reduce(const int *wmap, int size, int rank, int root, uint64_t bytes);
+void xs_model_allreduce(const int *wmap, int size, int rank, uint64_t bytes);
+void xs_model_gather(const int *wmap, int size, int rank, int root, uint64_t block);
+void xs_model_scatter(const int *wmap, int size, int rank, int root, uint64_t block);
+void xs_model_allgather(const int *wmap, int size, int rank, uint64_t block);
+void xs_model_alltoall(const int *wmap, int size, int rank, uint64_t block);
+/* vector forms for the internal site-local phases: per-rank byte counts */
+void xs_model_gatherv(const int *wmap, int size, int rank, int root, const uint64_t *bytes);
+void xs_model_scatterv(const int *wmap, int size, int rank, int root, const uint64_t *bytes);
+void xs_model_allgatherv(const int *wmap, int size, int rank, const uint64_t *bytes);
+
+#endif

@@ -1,0 +1,579 @@
+/*
+ * libxsite: the MPI_ entry points (PMPI profiling interface).
+ *
+ * Every wrapper first checks the re-entry guard: outside MPI_Init ..
+ * MPI_Finalize, or when the library itself is running (xs_depth > 0, e.g.
+ * an MPI implementation whose PMPI_ collective calls MPI_Send), it only
+ * calls the PMPI_ function.
+ *  - point-to-point sends: the PMPI_ call, then the bytes are counted;
+ *  - collectives: decide() says site-aware (k streams) or fallback (why);
+ *    a fallback calls the PMPI_ collective and counts the fallback model.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+
+#include "internal.h"
+
+int xs_ready;
+int xs_mt;
+__thread int xs_depth;
+int xs_wrank, xs_wsize;
+MPI_Group xs_wgroup = MPI_GROUP_NULL;
+char xs_site[XS_SITE_MAX];
+int *xs_wsite;
+int xs_nsites;
+char xs_site_names[XS_MAX_SITES][XS_SITE_MAX];
+int xs_sites_verified;
+
+#define GUARD(call) do { if (!xs_ready || xs_depth) return call; } while (0)
+
+/* ---- MPI_Init / MPI_Finalize ---------------------------------------------- */
+
+static const char *thread_level(int t)
+{
+	return t == MPI_THREAD_MULTIPLE ? "multiple" :
+	       t == MPI_THREAD_SERIALIZED ? "serialized" :
+	       t == MPI_THREAD_FUNNELED ? "funneled" : "single";
+}
+
+static void start(int provided)
+{
+	const char *site = getenv("XSITE_SITE");
+	int flags;
+
+	xs_depth++;
+	xs_mt = provided == MPI_THREAD_MULTIPLE;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &xs_wrank);
+	PMPI_Comm_size(MPI_COMM_WORLD, &xs_wsize);
+	xs_config_load(xs_wrank);
+	if (site && strlen(site) >= XS_SITE_MAX) {
+		fprintf(stderr, "xsite: XSITE_SITE: longer than %d characters, ignored: %s\n",
+			XS_SITE_MAX - 1, site);
+		site = NULL;
+	}
+	snprintf(xs_site, sizeof(xs_site), "%s", site ? site : "");
+	xs_wsite = malloc(sizeof(int) * (size_t)xs_wsize);
+	if (!xs_wsite || PMPI_Comm_group(MPI_COMM_WORLD, &xs_wgroup) != MPI_SUCCESS)
+		goto fail;
+	flags = xs_site_exchange(MPI_COMM_WORLD, xs_site, xs_wsite, &xs_nsites,
+				 xs_site_names, XS_MAX_SITES, 1);
+	if (flags < 0)
+		goto fail;
+	xs_sites_verified = !(flags & XS_EX_MISMATCH);
+	if (xs_wrank == 0 && (flags & XS_EX_MISMATCH))
+		fprintf(stderr, "xsite: two different XSITE_SITE names have the same hash: "
+			"site-aware collectives off\n");
+	if (xs_wrank == 0 && (flags & XS_EX_TOOMANY))
+		fprintf(stderr, "xsite: more than %d sites: ranks of the others count as "
+			"site-less\n", XS_MAX_SITES);
+	if (xs_comm_init() != MPI_SUCCESS || xs_traffic_init() != MPI_SUCCESS)
+		goto fail;
+	xs_ready = 1;
+	if (xs_cfg.verbose && xs_wrank == 0) {
+		char sites[256] = "";
+		size_t o = 0;
+		int s, r, n;
+
+		for (s = 0; s <= xs_nsites && o < sizeof(sites) - 1; s++) {
+			/* s == xs_nsites: the ranks without a site */
+			for (n = r = 0; r < xs_wsize; r++)
+				n += xs_wsite[r] == (s < xs_nsites ? s : -1);
+			if (s < xs_nsites || n)
+				o += (size_t)snprintf(sites + o, sizeof(sites) - o, "%s%s=%d",
+						      s ? " " : "",
+						      s < xs_nsites ? xs_site_names[s] : "(none)", n);
+		}
+		xs_log("xsite: libxsite %s: %d ranks, sites %s, collectives %s, thread level %s",
+		       XSITE_VERSION, xs_wsize, sites,
+		       !xs_cfg.coll ? "off (XSITE_COLL=off)" :
+		       xs_mt ? "off (MPI_THREAD_MULTIPLE)" : "site-aware",
+		       thread_level(provided));
+	}
+	xs_depth--;
+	return;
+fail:
+	if (xs_wrank == 0)
+		fprintf(stderr, "xsite: setup failed at MPI_Init: libxsite stays inactive\n");
+	free(xs_wsite);
+	xs_wsite = NULL;
+	xs_depth--;
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+	int rc = PMPI_Init(argc, argv), provided = MPI_THREAD_SINGLE;
+
+	if (rc == MPI_SUCCESS) {
+		PMPI_Query_thread(&provided);
+		start(provided);
+	}
+	return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int rc = PMPI_Init_thread(argc, argv, required, provided);
+
+	if (rc == MPI_SUCCESS)
+		start(*provided);
+	return rc;
+}
+
+int MPI_Finalize(void)
+{
+	if (xs_ready && !xs_depth) {
+		xs_depth++;
+		xs_traffic_finalize();
+		xs_comm_finalize();
+		xs_ready = 0;
+		PMPI_Group_free(&xs_wgroup);
+		free(xs_wsite);
+		xs_wsite = NULL;
+		xs_depth--;
+	}
+	return PMPI_Finalize();
+}
+
+/* ---- point-to-point ------------------------------------------------------ */
+
+#define COUNTED(call, comm, dest, count, t) do {                              \
+		int rc_ = (call);                                              \
+		if (rc_ == MPI_SUCCESS && xs_ready && !xs_depth)               \
+			xs_count_p2p(comm, dest, count, t);                    \
+		return rc_;                                                    \
+	} while (0)
+
+int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	     MPI_Comm comm)
+{
+	COUNTED(PMPI_Send(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	      MPI_Comm comm)
+{
+	COUNTED(PMPI_Ssend(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	      MPI_Comm comm)
+{
+	COUNTED(PMPI_Rsend(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	      MPI_Comm comm)
+{
+	COUNTED(PMPI_Bsend(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	      MPI_Comm comm, MPI_Request *req)
+{
+	COUNTED(PMPI_Isend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *req)
+{
+	COUNTED(PMPI_Issend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *req)
+{
+	COUNTED(PMPI_Irsend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
+}
+
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+	       MPI_Comm comm, MPI_Request *req)
+{
+	COUNTED(PMPI_Ibsend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest,
+		 int stag, void *rbuf, int rcount, MPI_Datatype rtype, int src,
+		 int rtag, MPI_Comm comm, MPI_Status *status)
+{
+	COUNTED(PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype,
+			      src, rtag, comm, status), comm, dest, scount, stype);
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest,
+			 int stag, int src, int rtag, MPI_Comm comm,
+			 MPI_Status *status)
+{
+	COUNTED(PMPI_Sendrecv_replace(buf, count, t, dest, stag, src, rtag, comm,
+				      status), comm, dest, count, t);
+}
+
+/* persistent sends: remembered at *_init, counted at each MPI_Start */
+#define PERSIST(call, req, comm, dest, count, t) do {                         \
+		int rc_ = (call);                                              \
+		if (rc_ == MPI_SUCCESS && xs_ready && !xs_depth)               \
+			xs_persist_add(*(req), comm, dest, count, t);          \
+		return rc_;                                                    \
+	} while (0)
+
+int MPI_Send_init(const void *buf, int count, MPI_Datatype t, int dest, int tag,
+		  MPI_Comm comm, MPI_Request *req)
+{
+	PERSIST(PMPI_Send_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
+		count, t);
+}
+
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype t, int dest,
+		   int tag, MPI_Comm comm, MPI_Request *req)
+{
+	PERSIST(PMPI_Ssend_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
+		count, t);
+}
+
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype t, int dest,
+		   int tag, MPI_Comm comm, MPI_Request *req)
+{
+	PERSIST(PMPI_Rsend_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
+		count, t);
+}
+
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype t, int dest,
+		   int tag, MPI_Comm comm, MPI_Request *req)
+{
+	PERSIST(PMPI_Bsend_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
+		count, t);
+}
+
+int MPI_Start(MPI_Request *req)
+{
+	int rc = PMPI_Start(req);
+
+	if (rc == MPI_SUCCESS && xs_ready && !xs_depth)
+		xs_persist_start(*req);
+	return rc;
+}
+
+int MPI_Startall(int count, MPI_Request reqs[])
+{
+	int rc = PMPI_Startall(count, reqs), i;
+
+	if (rc == MPI_SUCCESS && xs_ready && !xs_depth)
+		for (i = 0; i < count; i++)
+			xs_persist_start(reqs[i]);
+	return rc;
+}
+
+int MPI_Request_free(MPI_Request *req)
+{
+	if (xs_ready && !xs_depth && req)
+		xs_persist_free(*req);
+	return PMPI_Request_free(req);
+}
+
+/* ---- collectives ------------------------------------------------------- */
+
+/* Log a decision once per (collective, communicator, decision), from rank 0
+ * of the communicator. */
+static void log_decision(struct xs_comm *c, enum xs_coll_id coll, const char *why,
+			 int k)
+{
+	char label[MPI_MAX_OBJECT_NAME + 16], sites[32] = "";
+	uint64_t bit;
+	unsigned h = 0;
+	const char *p;
+
+	if (!xs_cfg.verbose || c->rank != 0)
+		return;
+	if (why) {
+		for (p = why; *p; p++)
+			h = h * 31 + (unsigned char)*p;
+		bit = 4ULL << (h % 60);
+	} else {
+		bit = k > 1 ? 2 : 1;
+	}
+	if (__atomic_fetch_or(&c->logged[coll], bit, __ATOMIC_RELAXED) & bit)
+		return;
+	xs_comm_label(c, label, sizeof(label));
+	if (c->state != XS_UNSET && !c->inter)
+		snprintf(sites, sizeof(sites), ", %s",
+			 c->nsites == 0 ? "sites unknown" :
+			 c->nsites == 1 ? "1 site" :
+			 c->nsites == 2 ? "2 sites" : "3+ sites");
+	if (why)
+		xs_log("xsite:coll:%s (n=%d%s): fallback (%s) [%s]", xs_coll_name[coll],
+		       c->size, sites, why, label);
+	else if (k > 1)
+		xs_log("xsite:coll:%s (n=%d%s): hierarchical%s, %d streams, 1 crossing [%s]",
+		       xs_coll_name[coll], c->size, sites,
+		       c->node_level ? " (node level)" : "", k, label);
+	else
+		xs_log("xsite:coll:%s (n=%d%s): hierarchical%s, 1 crossing [%s]",
+		       xs_coll_name[coll], c->size, sites,
+		       c->node_level ? " (node level)" : "", label);
+}
+
+/*
+ * Site-aware with k streams (returns k >= 1), or fall back (returns 0).
+ * The first collective on an intracommunicator sets it up (collectively).
+ * why_call is a reason of this call (count 0, op, size) or NULL; every
+ * input of the decision is the same on every rank of the communicator.
+ */
+static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes,
+		  const char *why_call, struct xs_comm **cp)
+{
+	struct xs_comm *c = xs_comm_get(comm);
+	const char *why = NULL;
+	int k;
+
+	*cp = c;
+	if (!c)
+		return 0;
+	if (!xs_cfg.coll)
+		why = "XSITE_COLL=off";
+	else if (xs_mt)
+		why = "MPI_THREAD_MULTIPLE";
+	else if (c->inter)
+		why = "intercommunicator";
+	else if (!xs_sites_verified)
+		why = "two site names behind one hash";
+	else {
+		if (c->state == XS_UNSET)
+			xs_comm_setup(c);
+		if (c->state != XS_SITEAWARE)
+			why = c->why;
+		else if (why_call)
+			why = why_call;
+	}
+	if (why) {
+		log_decision(c, coll, why, 0);
+		xs_note_decision(0);
+		return 0;
+	}
+	k = bytes >= (uint64_t)xs_cfg.large_msg ? c->kmax : 1;
+	log_decision(c, coll, NULL, k);
+	xs_note_decision(1);
+	return k;
+}
+
+/* a fallback on an intracommunicator is counted with the model */
+#define MODELLED(c) ((c) && !(c)->inter)
+
+static const char *reduce_why(int count, MPI_Datatype t, MPI_Op op)
+{
+	MPI_Aint lb, ext;
+	int commute = 0;
+
+	if (count == 0)
+		return "count 0";
+	if (op == MPI_REPLACE || op == MPI_NO_OP)
+		return "MPI_REPLACE/MPI_NO_OP";
+	if (PMPI_Op_commutative(op, &commute) != MPI_SUCCESS || !commute)
+		return "non-commutative op";
+	PMPI_Type_get_extent(t, &lb, &ext);
+	if (ext <= 0)
+		return "datatype with extent <= 0";
+	return NULL;
+}
+
+static const char *bytes_why(uint64_t total)
+{
+	if (total == 0)
+		return "count 0";
+	if (total > INT_MAX)
+		return "more than 2 GiB";
+	return NULL;
+}
+
+static uint64_t nbytes(int count, MPI_Datatype t)
+{
+	int size = 0;
+
+	PMPI_Type_size(t, &size);
+	return (uint64_t)count * (uint64_t)size;
+}
+
+int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+		  MPI_Op op, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t bytes;
+	int k, rc;
+
+	GUARD(PMPI_Allreduce(sbuf, rbuf, count, t, op, comm));
+	xs_depth++;
+	bytes = nbytes(count, t);
+	k = decide(comm, XS_ALLREDUCE, bytes, reduce_why(count, t, op), &c);
+	if (k) {
+		rc = xs_allreduce(c, sbuf, rbuf, count, t, op, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_allreduce(c->wrank, c->size, c->rank, bytes);
+		rc = PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+	       MPI_Op op, int root, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t bytes;
+	int k, rc;
+
+	GUARD(PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm));
+	xs_depth++;
+	bytes = nbytes(count, t);
+	k = decide(comm, XS_REDUCE, bytes, reduce_why(count, t, op), &c);
+	if (k) {
+		rc = xs_reduce(c, sbuf, rbuf, count, t, op, root, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_reduce(c->wrank, c->size, c->rank, root, bytes);
+		rc = PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t bytes;
+	int k, rc;
+
+	GUARD(PMPI_Bcast(buf, count, t, root, comm));
+	xs_depth++;
+	bytes = nbytes(count, t);
+	k = decide(comm, XS_BCAST, bytes, bytes_why(bytes), &c);
+	if (k) {
+		rc = xs_bcast(c, buf, count, t, root, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_bcast(c->wrank, c->size, c->rank, root, bytes);
+		rc = PMPI_Bcast(buf, count, t, root, comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+	struct xs_comm *c;
+	int k, rc;
+
+	GUARD(PMPI_Barrier(comm));
+	xs_depth++;
+	k = decide(comm, XS_BARRIER, 0, NULL, &c);
+	if (k) {
+		rc = xs_barrier(c);
+	} else {
+		if (MODELLED(c))
+			xs_model_barrier(c->wrank, c->size, c->rank);
+		rc = PMPI_Barrier(comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		  int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t block;
+	int k, rc, size;
+
+	GUARD(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+	xs_depth++;
+	PMPI_Comm_size(comm, &size);
+	block = nbytes(rcount, rtype);
+	k = decide(comm, XS_ALLGATHER, block * (uint64_t)size,
+		   bytes_why(block * (uint64_t)size), &c);
+	if (k) {
+		rc = xs_allgather(c, sbuf, scount, stype, rbuf, rcount, rtype, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_allgather(c->wrank, c->size, c->rank, block);
+		rc = PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+	       int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t block;
+	int k, rc, size, rank, inter;
+
+	GUARD(PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+	xs_depth++;
+	PMPI_Comm_test_inter(comm, &inter);
+	PMPI_Comm_size(comm, &size);
+	PMPI_Comm_rank(comm, &rank);
+	/* the block size as each rank knows it: equal by the type-signature rule */
+	block = !inter && rank == root ? nbytes(rcount, rtype) : nbytes(scount, stype);
+	k = decide(comm, XS_GATHER, block * (uint64_t)size,
+		   bytes_why(block * (uint64_t)size), &c);
+	if (k) {
+		rc = xs_gather(c, sbuf, scount, stype, rbuf, rcount, rtype, root, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_gather(c->wrank, c->size, c->rank, root, block);
+		rc = PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t block;
+	int k, rc, size, rank, inter;
+
+	GUARD(PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
+	xs_depth++;
+	PMPI_Comm_test_inter(comm, &inter);
+	PMPI_Comm_size(comm, &size);
+	PMPI_Comm_rank(comm, &rank);
+	block = !inter && rank == root ? nbytes(scount, stype) : nbytes(rcount, rtype);
+	k = decide(comm, XS_SCATTER, block * (uint64_t)size,
+		   bytes_why(block * (uint64_t)size), &c);
+	if (k) {
+		rc = xs_scatter(c, sbuf, scount, stype, rbuf, rcount, rtype, root, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_scatter(c->wrank, c->size, c->rank, root, block);
+		rc = PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+	}
+	xs_depth--;
+	return rc;
+}
+
+int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		 int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+	struct xs_comm *c;
+	uint64_t block;
+	int k, rc, size;
+
+	GUARD(PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
+	xs_depth++;
+	PMPI_Comm_size(comm, &size);
+	block = nbytes(rcount, rtype);
+	k = decide(comm, XS_ALLTOALL, block * (uint64_t)size,
+		   bytes_why(block * (uint64_t)size), &c);
+	if (k) {
+		rc = xs_alltoall(c, sbuf, scount, stype, rbuf, rcount, rtype, k);
+	} else {
+		if (MODELLED(c))
+			xs_model_alltoall(c->wrank, c->size, c->rank, block);
+		rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+	}
+	xs_depth--;
+	return rc;
+}

@@ -1,0 +1,1346 @@
+/*
+ * coll_check: libxsite's collectives against the MPI library's own.
+ *
+ *   mpirun -np 4 -x XSITE_SITE=alpha -x LD_PRELOAD=libxsite.so coll_check -r : \
+ *          -np 4 -x XSITE_SITE=beta  -x LD_PRELOAD=libxsite.so coll_check -r
+ *
+ * Every case runs the collective twice on the same input: through MPI_ (which
+ * libxsite intercepts when it is preloaded or linked) and through PMPI_ (the
+ * MPI library itself, the reference), and compares the results: integers,
+ * logical and location results exactly, float and double within a relative
+ * tolerance (the MPI standard does not promise bitwise-equal floating-point
+ * reductions across algorithms; libxsite combines partial results in a
+ * different order).  It also checks, through xsite_get_stats(), that the
+ * case took the path it should: site-aware on communicators that span two
+ * sites, the MPI library's own elsewhere (one site, intercommunicator,
+ * non-commutative op, count 0, XSITE_COLL=off).
+ *
+ * Output: TAP from world rank 0, one line per case group, e.g.
+ *   ok 12 - allreduce SUM double 1024 world [site-aware]
+ * then the plan.  Exit status 1 if any case failed.
+ *
+ * Options:
+ *   -r   require libxsite: fail when it is not loaded (without -r, the path
+ *        checks are skipped when it is absent: a plain MPI self-check)
+ *   -q   quick: no 1 MiB and 4 MiB cases, fewer shapes (for a slow link)
+ *   -t S abort after S seconds (a hung collective must not hang a test)
+ *   -c C only the cases of collective C (allreduce, reduce, bcast, barrier,
+ *        allgather, gather, scatter, alltoall)
+ *   -m   MPI_Init_thread(MPI_THREAD_MULTIPLE): libxsite must fall back
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <math.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xsite.h"
+
+#define SENTINEL 0xA5
+#define KiB 1024
+#define MiB (1024 * 1024)
+
+static int wrank, wsize, quick, require;
+static const char *only; /* -c */
+static int ntest, nfail;
+static int (*get_stats)(struct xsite_stats *);
+static int coll_off;
+
+/* ---- types -------------------------------------------------------------- */
+
+enum kind { K_INT, K_DOUBLE, K_FLOAT, K_LL, K_UCHAR, K_DOUBLE_INT, K_2INT,
+	    K_VEC, K_MAT, K_C4 };
+
+struct ty {
+	const char *name;
+	MPI_Datatype dt;
+	enum kind kind;
+	MPI_Aint ext;
+	int size;
+};
+
+static struct ty T_INT, T_DOUBLE, T_FLOAT, T_LL, T_UCHAR, T_DINT, T_2INT, T_VEC,
+	T_MAT, T_C4;
+
+static void ty_init(struct ty *t, const char *name, MPI_Datatype dt, enum kind k)
+{
+	MPI_Aint lb;
+
+	t->name = name;
+	t->dt = dt;
+	t->kind = k;
+	MPI_Type_get_extent(dt, &lb, &t->ext);
+	MPI_Type_size(dt, &t->size);
+}
+
+static void types_init(void)
+{
+	MPI_Datatype vec, mat, c4;
+
+	/* two ints out of every three: a derived type with holes */
+	MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+	MPI_Type_commit(&vec);
+	MPI_Type_contiguous(4, MPI_INT, &mat);
+	MPI_Type_commit(&mat);
+	MPI_Type_contiguous(4, MPI_INT, &c4);
+	MPI_Type_commit(&c4);
+	ty_init(&T_INT, "int", MPI_INT, K_INT);
+	ty_init(&T_DOUBLE, "double", MPI_DOUBLE, K_DOUBLE);
+	ty_init(&T_FLOAT, "float", MPI_FLOAT, K_FLOAT);
+	ty_init(&T_LL, "long_long", MPI_LONG_LONG, K_LL);
+	ty_init(&T_UCHAR, "unsigned_char", MPI_UNSIGNED_CHAR, K_UCHAR);
+	ty_init(&T_DINT, "double_int", MPI_DOUBLE_INT, K_DOUBLE_INT);
+	ty_init(&T_2INT, "2int", MPI_2INT, K_2INT);
+	ty_init(&T_VEC, "vector", vec, K_VEC);
+	ty_init(&T_MAT, "mat2x2", mat, K_MAT);
+	ty_init(&T_C4, "contig4", c4, K_C4);
+}
+
+static void *alloc_buf(const struct ty *t, long count)
+{
+	size_t n = (size_t)(count > 0 ? count : 1) * (size_t)t->ext + 64;
+	void *p = malloc(n);
+
+	if (!p) {
+		fprintf(stderr, "coll_check: out of memory (%zu bytes)\n", n);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	memset(p, SENTINEL, n);
+	return p;
+}
+
+static size_t buf_bytes(const struct ty *t, long count)
+{
+	return (size_t)(count > 0 ? count : 1) * (size_t)t->ext + 64;
+}
+
+/* value classes for reduction inputs */
+enum vclass { V_ARITH, V_PROD, V_BITS, V_BOOL, V_LOC, V_DATA };
+
+static unsigned mix(unsigned a, unsigned b, unsigned c)
+{
+	unsigned h = a * 2654435761u ^ (b + 0x9e3779b9u + (a << 6)) ^ (c * 40503u);
+
+	h ^= h >> 15;
+	h *= 2246822519u;
+	h ^= h >> 13;
+	return h;
+}
+
+/* an int for element i of rank r in class v */
+static int ival(enum vclass v, int r, long i, unsigned seed)
+{
+	unsigned h = mix((unsigned)r, (unsigned)i, seed);
+
+	switch (v) {
+	case V_ARITH: return (int)(h % 2001) - 1000;
+	case V_PROD: return (int)(h % 3) + 1 - (h % 7 == 0 ? 2 : 0); /* -1..3 */
+	case V_BITS: return (int)h;
+	case V_BOOL: return h % 5 != 0;
+	case V_LOC: return (int)(h % 5);
+	case V_DATA: return r * 1000003 + (int)i;
+	}
+	return 0;
+}
+
+static double dval(enum vclass v, int r, long i, unsigned seed)
+{
+	unsigned h = mix((unsigned)r, (unsigned)i, seed);
+
+	switch (v) {
+	case V_PROD: return 0.9 + (h % 20001) / 100000.0;
+	case V_LOC: return (double)(h % 5);
+	case V_DATA: return r * 1e6 + (double)i + 0.25;
+	default: return 0.5 + (h % 100003) / 100003.0;
+	}
+}
+
+/* the data of count elements of t at buf (holes left alone) */
+static void fill(void *buf, const struct ty *t, long count, int r, enum vclass v,
+		 unsigned seed)
+{
+	long i, j;
+
+	for (i = 0; i < count; i++) {
+		char *e = (char *)buf + i * t->ext;
+
+		switch (t->kind) {
+		case K_INT: ((int *)e)[0] = ival(v, r, i, seed); break;
+		case K_LL: ((long long *)e)[0] = (long long)ival(v, r, i, seed) *
+					(v == V_ARITH ? 1000003LL : 1); break;
+		case K_UCHAR: /* no overflow: Open MPI 4.1's op/avx saturates 8-bit
+			       * sums, so overflowing results depend on the algorithm */
+			((unsigned char *)e)[0] =
+				v == V_ARITH ? (unsigned char)(mix((unsigned)r, (unsigned)i, seed) %
+							       (unsigned)(256 / (wsize + 1))) :
+				v == V_PROD ? (unsigned char)(r < 2 ? 1 + mix((unsigned)r, (unsigned)i, seed) % 3 : 1) :
+				(unsigned char)ival(v, r, i, seed);
+			break;
+		case K_DOUBLE: ((double *)e)[0] = dval(v, r, i, seed); break;
+		case K_FLOAT: ((float *)e)[0] = (float)dval(v, r, i, seed); break;
+		case K_DOUBLE_INT: {
+			struct { double v; int i; } *p = (void *)e;
+			p->v = dval(v == V_DATA ? V_DATA : V_LOC, r, i, seed);
+			p->i = v == V_DATA ? (int)i : r;
+			break;
+		}
+		case K_2INT:
+			((int *)e)[0] = ival(v == V_DATA ? V_DATA : V_LOC, r, i, seed);
+			((int *)e)[1] = v == V_DATA ? (int)i : r;
+			break;
+		case K_VEC:
+			((int *)e)[0] = ival(v, r, 2 * i, seed);
+			((int *)e)[2] = ival(v, r, 2 * i + 1, seed);
+			break;
+		case K_MAT: /* a 2x2 matrix mod 1009 */
+			for (j = 0; j < 4; j++)
+				((int *)e)[j] = (int)(mix((unsigned)r, (unsigned)(4 * i + j), seed) % 1009);
+			break;
+		case K_C4:
+			for (j = 0; j < 4; j++)
+				((int *)e)[j] = ival(v, r, 4 * i + j, seed);
+			break;
+		}
+	}
+}
+
+/* 0 if equal; else 1 with a description of the first difference */
+static int compare(const void *a, const void *b, const struct ty *t, long count,
+		   char *diag, size_t n)
+{
+	long i;
+
+	for (i = 0; i < count; i++) {
+		const char *x = (const char *)a + i * t->ext, *y = (const char *)b + i * t->ext;
+
+		switch (t->kind) {
+		case K_DOUBLE: {
+			double u = *(const double *)x, v = *(const double *)y;
+
+			if (fabs(u - v) > 1e-12 * fmax(1.0, fmax(fabs(u), fabs(v)))) {
+				snprintf(diag, n, "element %ld: %.17g, expected %.17g", i, u, v);
+				return 1;
+			}
+			break;
+		}
+		case K_FLOAT: {
+			float u = *(const float *)x, v = *(const float *)y;
+
+			if (fabsf(u - v) > 1e-5f * fmaxf(1.0f, fmaxf(fabsf(u), fabsf(v)))) {
+				snprintf(diag, n, "element %ld: %.9g, expected %.9g", i, u, v);
+				return 1;
+			}
+			break;
+		}
+		case K_DOUBLE_INT: {
+			const struct { double v; int i; } *p = (const void *)x, *q = (const void *)y;
+
+			if (p->v != q->v || p->i != q->i) {
+				snprintf(diag, n, "element %ld: (%g, %d), expected (%g, %d)", i,
+					 p->v, p->i, q->v, q->i);
+				return 1;
+			}
+			break;
+		}
+		default:
+			if (memcmp(x, y, (size_t)t->ext)) {
+				snprintf(diag, n, "element %ld differs (first int %d, expected %d)",
+					 i, *(const int *)x, *(const int *)y);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- user ops ----------------------------------------------------------- */
+
+static void usersum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	double *a = in, *b = inout;
+	int i;
+
+	(void)dt;
+	for (i = 0; i < *len; i++)
+		b[i] += a[i];
+}
+
+/* 2x2 matrix product mod 1009: associative, not commutative */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	int *a = in, *b = inout, i, c[4];
+
+	(void)dt;
+	for (i = 0; i < *len; i++, a += 4, b += 4) {
+		c[0] = (a[0] * b[0] + a[1] * b[2]) % 1009;
+		c[1] = (a[0] * b[1] + a[1] * b[3]) % 1009;
+		c[2] = (a[2] * b[0] + a[3] * b[2]) % 1009;
+		c[3] = (a[2] * b[1] + a[3] * b[3]) % 1009;
+		memcpy(b, c, sizeof(c));
+	}
+}
+
+/* sum of the two ints of each element of the vector type (holes untouched) */
+static void vecsum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+	MPI_Aint lb, ext;
+	int i;
+
+	MPI_Type_get_extent(*dt, &lb, &ext);
+	for (i = 0; i < *len; i++) {
+		int *a = (int *)((char *)in + i * ext), *b = (int *)((char *)inout + i * ext);
+
+		b[0] += a[0];
+		b[2] += a[2];
+	}
+}
+
+static MPI_Op OP_USERSUM, OP_MATMUL, OP_VECSUM;
+
+struct opty {
+	const char *op;
+	MPI_Op mop;
+	const struct ty *t;
+	enum vclass v;
+	int commutative;
+};
+
+static struct opty combos[64];
+static int ncombos;
+
+static void add_combo(const char *op, MPI_Op mop, const struct ty *t, enum vclass v,
+		      int commutative)
+{
+	struct opty *o = &combos[ncombos++];
+
+	o->op = op;
+	o->mop = mop;
+	o->t = t;
+	o->v = v;
+	o->commutative = commutative;
+}
+
+static const struct opty *combo(const char *op, const char *type)
+{
+	int i;
+
+	for (i = 0; i < ncombos; i++)
+		if (!strcmp(combos[i].op, op) && !strcmp(combos[i].t->name, type))
+			return &combos[i];
+	fprintf(stderr, "coll_check: no combo %s %s\n", op, type);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	return NULL;
+}
+
+static void combos_init(void)
+{
+	const struct ty *arith[] = { &T_INT, &T_DOUBLE, &T_FLOAT, &T_LL, &T_UCHAR };
+	const struct ty *bits[] = { &T_INT, &T_LL, &T_UCHAR };
+	int i;
+
+	MPI_Op_create(usersum, 1, &OP_USERSUM);
+	MPI_Op_create(matmul, 0, &OP_MATMUL);
+	MPI_Op_create(vecsum, 1, &OP_VECSUM);
+	for (i = 0; i < 5; i++) {
+		add_combo("SUM", MPI_SUM, arith[i], V_ARITH, 1);
+		add_combo("PROD", MPI_PROD, arith[i], V_PROD, 1);
+		add_combo("MIN", MPI_MIN, arith[i], V_ARITH, 1);
+		add_combo("MAX", MPI_MAX, arith[i], V_ARITH, 1);
+	}
+	for (i = 0; i < 3; i++) {
+		add_combo("LAND", MPI_LAND, bits[i], V_BOOL, 1);
+		add_combo("BOR", MPI_BOR, bits[i], V_BITS, 1);
+		add_combo("BXOR", MPI_BXOR, bits[i], V_BITS, 1);
+	}
+	add_combo("MAXLOC", MPI_MAXLOC, &T_DINT, V_LOC, 1);
+	add_combo("MINLOC", MPI_MINLOC, &T_DINT, V_LOC, 1);
+	add_combo("MAXLOC", MPI_MAXLOC, &T_2INT, V_LOC, 1);
+	add_combo("MINLOC", MPI_MINLOC, &T_2INT, V_LOC, 1);
+	add_combo("usersum", OP_USERSUM, &T_DOUBLE, V_ARITH, 1);
+	add_combo("matmul", OP_MATMUL, &T_MAT, V_DATA, 0);
+	/* Open MPI defines the built-in ops on predefined types only: the
+	 * derived vector type is reduced with a (commutative) user op */
+	add_combo("vecsum", OP_VECSUM, &T_VEC, V_ARITH, 1);
+}
+
+/* ---- communicator shapes ------------------------------------------------ */
+
+struct shape {
+	const char *name;
+	MPI_Comm comm;  /* MPI_COMM_NULL where this rank is not a member */
+	int two_sites;  /* the communicator spans exactly two sites */
+	int inter;
+	int size, rank;
+};
+
+static struct shape shapes[8];
+static int nshapes;
+static int mysite; /* index of my site among the job's, -1 without XSITE_SITE */
+
+static struct shape *shape(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nshapes; i++)
+		if (!strcmp(shapes[i].name, name))
+			return &shapes[i];
+	return NULL;
+}
+
+static void add_shape(const char *name, MPI_Comm comm, int inter)
+{
+	struct shape *s = &shapes[nshapes++];
+
+	s->name = name;
+	s->comm = comm;
+	s->inter = inter;
+	s->two_sites = 0;
+	s->size = s->rank = 0;
+	if (comm == MPI_COMM_NULL)
+		return;
+	MPI_Comm_rank(comm, &s->rank);
+	if (inter) {
+		MPI_Comm_remote_size(comm, &s->size);
+		return;
+	}
+	MPI_Comm_size(comm, &s->size);
+	{
+		int *sites = malloc(sizeof(int) * (size_t)s->size), i, a = -2, b = -2, ok = 1;
+
+		PMPI_Allgather(&mysite, 1, MPI_INT, sites, 1, MPI_INT, comm);
+		for (i = 0; i < s->size; i++) {
+			if (sites[i] < 0)
+				ok = 0;
+			else if (a == -2 || sites[i] == a)
+				a = sites[i];
+			else if (b == -2 || sites[i] == b)
+				b = sites[i];
+			else
+				ok = 0;
+		}
+		s->two_sites = ok && b != -2;
+		free(sites);
+	}
+}
+
+static void shapes_init(void)
+{
+	char site[64] = "", *all;
+	const char *env = getenv("XSITE_SITE");
+	MPI_Comm c;
+	int i, j;
+
+	/* my site's index: by name, in order of first appearance */
+	snprintf(site, sizeof(site), "%s", env ? env : "");
+	all = malloc((size_t)wsize * 64);
+	PMPI_Allgather(site, 64, MPI_CHAR, all, 64, MPI_CHAR, MPI_COMM_WORLD);
+	mysite = -1;
+	if (*site)
+		for (i = 0, j = 0; i < wsize; i++) {
+			int k, seen = 0;
+
+			if (!all[i * 64])
+				continue;
+			for (k = 0; k < i; k++)
+				if (!strcmp(&all[k * 64], &all[i * 64]))
+					seen = 1;
+			if (!seen) {
+				if (!strcmp(&all[i * 64], site))
+					mysite = j;
+				j++;
+			}
+		}
+	free(all);
+
+	add_shape("world", MPI_COMM_WORLD, 0);
+	MPI_Comm_dup(MPI_COMM_WORLD, &c);
+	add_shape("dup", c, 0);
+	MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &c);
+	add_shape("parity", c, 0);
+	MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &c);
+	add_shape("reversed", c, 0);
+	/* three ranks: the first two and the last */
+	MPI_Comm_split(MPI_COMM_WORLD,
+		       wrank < 2 || wrank == wsize - 1 ? 0 : MPI_UNDEFINED, wrank, &c);
+	add_shape("three", c, 0);
+	/* one site: each site's own communicator */
+	MPI_Comm_split(MPI_COMM_WORLD, mysite < 0 ? 1000 : mysite, wrank, &c);
+	add_shape("one-site", c, 0);
+	/* the two sites joined by an intercommunicator (the MPI library's own),
+	 * when every rank has one of exactly two sites */
+	{
+		int lo, hi;
+		MPI_Comm inter = MPI_COMM_NULL;
+
+		PMPI_Allreduce(&mysite, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+		PMPI_Allreduce(&mysite, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+		if (lo == 0 && hi == 1) {
+			int r, other = -1, *sites = malloc(sizeof(int) * (size_t)wsize);
+
+			PMPI_Allgather(&mysite, 1, MPI_INT, sites, 1, MPI_INT, MPI_COMM_WORLD);
+			for (r = 0; r < wsize && other < 0; r++)
+				if (sites[r] != mysite)
+					other = r;
+			free(sites);
+			MPI_Intercomm_create(shapes[nshapes - 1].comm, 0, MPI_COMM_WORLD, other,
+					     99, &inter);
+		}
+		add_shape("inter", inter, 1);
+	}
+}
+
+/* ---- reporting ---------------------------------------------------------- */
+
+static void snap(struct xsite_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (get_stats)
+		get_stats(s);
+}
+
+/* path taken on this rank: 1 site-aware, 0 fallback, -1 unknown */
+static int path_of(const struct xsite_stats *a, const struct xsite_stats *b)
+{
+	if (!get_stats)
+		return -1;
+	if (b->coll_siteaware > a->coll_siteaware)
+		return 1;
+	if (b->coll_fallback > a->coll_fallback)
+		return 0;
+	return -1;
+}
+
+/*
+ * One TAP line for a case group, from world rank 0: every rank contributes
+ * whether it failed (and why) and which path it took (member == 0: not in
+ * the communicator).
+ */
+static void report(const char *desc, int member, int expect, int path, int fail,
+		   const char *diag)
+{
+	int in[3], out[3];
+	char msg[320];
+
+	if (member && get_stats && path != expect) {
+		if (require || path >= 0) {
+			snprintf(msg, sizeof(msg), "rank %d took the %s path, expected %s", wrank,
+				 path == 1 ? "site-aware" : path == 0 ? "fallback" : "no",
+				 expect ? "site-aware" : "fallback");
+			diag = msg;
+			fail = 1;
+		}
+	}
+	if (member && require && !get_stats && !fail) {
+		diag = "libxsite is not loaded (xsite_get_stats not found)";
+		fail = 1;
+	}
+	in[0] = fail ? wrank : wsize; /* first failing rank */
+	in[1] = member ? path : 2;
+	in[2] = member ? -path : -2;
+	PMPI_Allreduce(in, out, 3, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	ntest++;
+	if (out[0] < wsize) {
+		char d[320] = "";
+
+		if (wrank == out[0])
+			snprintf(d, sizeof(d), "%s", diag ? diag : "");
+		PMPI_Bcast(d, sizeof(d), MPI_CHAR, out[0], MPI_COMM_WORLD);
+		nfail++;
+		if (wrank == 0) {
+			printf("not ok %d - %s [%s]\n# rank %d: %s\n", ntest, desc,
+			       expect ? "site-aware" : "fallback", out[0], d);
+			fflush(stdout);
+		}
+		return;
+	}
+	if (wrank == 0) {
+		printf("ok %d - %s [%s]\n", ntest, desc, expect ? "site-aware" : "fallback");
+		fflush(stdout);
+	}
+}
+
+/* -c: is this collective's case to run? (same answer on every rank) */
+static int wanted(const char *coll)
+{
+	return !only || !strcmp(only, coll);
+}
+
+static int expect_siteaware(const struct shape *s, size_t bytes, int commutative)
+{
+	return !coll_off && s->two_sites && !s->inter && bytes > 0 && commutative;
+}
+
+/* a root given as -1 is the last rank; any root wraps around the size */
+static int root_of(const struct shape *s, int root)
+{
+	int n = s->size > 0 ? s->size : 1;
+
+	return ((root % n) + n) % n;
+}
+
+static long count_for(size_t bytes, const struct ty *t)
+{
+	return (long)(bytes / (size_t)t->size);
+}
+
+/* ---- Allreduce, Reduce -------------------------------------------------- */
+
+typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+typedef int (*reduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
+
+static void t_allreduce(const char *sh, const char *op, const char *type, long count,
+			int inplace)
+{
+	const struct opty *o = combo(op, type);
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("allreduce"))
+		return;
+
+	snprintf(desc, sizeof(desc), "allreduce %s %s %ld %s%s", op, type, count, sh,
+		 inplace ? " in-place" : "");
+	expect = expect_siteaware(s, (size_t)count * (size_t)o->t->size, o->commutative);
+	if (s->comm != MPI_COMM_NULL) {
+		void *in = alloc_buf(o->t, count), *x = alloc_buf(o->t, count),
+		     *r = alloc_buf(o->t, count);
+		unsigned seed = (unsigned)(count * 31 + ntest);
+		allreduce_fn fn[2] = { MPI_Allreduce, PMPI_Allreduce };
+		void *out[2] = { x, r };
+		int i;
+
+		fill(in, o->t, count, s->rank, o->v, seed);
+		for (i = 0; i < 2; i++) {
+			if (inplace)
+				memcpy(out[i], in, buf_bytes(o->t, count));
+			if (i == 0)
+				snap(&a);
+			fn[i](inplace ? MPI_IN_PLACE : in, out[i], (int)count, o->t->dt, o->mop,
+			      s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		fail = compare(x, r, o->t, count, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+static void t_reduce(const char *sh, const char *op, const char *type, long count,
+		     int root, int inplace)
+{
+	const struct opty *o = combo(op, type);
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("reduce"))
+		return;
+
+	root = root_of(s, root);
+	snprintf(desc, sizeof(desc), "reduce %s %s %ld %s root=%d%s", op, type, count, sh,
+		 root, inplace ? " in-place" : "");
+	expect = expect_siteaware(s, (size_t)count * (size_t)o->t->size, o->commutative);
+	if (s->comm != MPI_COMM_NULL) {
+		void *in = alloc_buf(o->t, count), *x = alloc_buf(o->t, count),
+		     *r = alloc_buf(o->t, count);
+		unsigned seed = (unsigned)(count * 17 + ntest);
+		reduce_fn fn[2] = { MPI_Reduce, PMPI_Reduce };
+		void *out[2] = { x, r };
+		int i, ip = inplace && s->rank == root;
+
+		fill(in, o->t, count, s->rank, o->v, seed);
+		for (i = 0; i < 2; i++) {
+			if (ip)
+				memcpy(out[i], in, buf_bytes(o->t, count));
+			if (i == 0)
+				snap(&a);
+			fn[i](ip ? MPI_IN_PLACE : in, out[i], (int)count, o->t->dt, o->mop,
+			      root, s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		if (s->rank == root)
+			fail = compare(x, r, o->t, count, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+/* ---- data movement: per-rank types ("mixed": ints on even ranks, blocks of
+ * four ints on odd ranks; same type signature) ---------------------------- */
+
+struct dty {
+	const struct ty *t;
+	long count; /* elements of t for `elems` ints or items */
+};
+
+/* the type a rank uses for a block of n items of kind `type` */
+static struct dty dty_for(const char *type, int rank, long n)
+{
+	struct dty d;
+
+	if (!strcmp(type, "mixed")) {
+		if (rank % 2) {
+			d.t = &T_C4;
+			d.count = n;
+		} else {
+			d.t = &T_INT;
+			d.count = 4 * n;
+		}
+		return d;
+	}
+	d.t = !strcmp(type, "int") ? &T_INT : !strcmp(type, "double") ? &T_DOUBLE :
+	      !strcmp(type, "unsigned_char") ? &T_UCHAR : !strcmp(type, "vector") ? &T_VEC :
+	      !strcmp(type, "double_int") ? &T_DINT : &T_LL;
+	d.count = n;
+	return d;
+}
+
+/* size in bytes of one item of `type` (for "mixed": four ints) */
+static size_t item_size(const char *type)
+{
+	struct dty d = dty_for(type, 1, 1);
+
+	return (size_t)d.count * (size_t)d.t->size;
+}
+
+/* fill the data of a block: the sender's rank and the block's index */
+static void fill_block(void *buf, struct dty d, int rank, unsigned seed)
+{
+	fill(buf, d.t, d.count, rank, V_DATA, seed);
+}
+
+static int compare_d(const void *x, const void *r, struct dty d, char *diag, size_t n)
+{
+	return compare(x, r, d.t, d.count, diag, n);
+}
+
+typedef int (*bcast_fn)(void *, int, MPI_Datatype, int, MPI_Comm);
+
+static void t_bcast(const char *sh, const char *type, long items, int root)
+{
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("bcast"))
+		return;
+
+	root = root_of(s, root);
+	snprintf(desc, sizeof(desc), "bcast %s %ld %s root=%d", type, items, sh, root);
+	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
+	if (s->comm != MPI_COMM_NULL) {
+		struct dty d = dty_for(type, s->rank, items);
+		void *x = alloc_buf(d.t, d.count), *r = alloc_buf(d.t, d.count);
+		bcast_fn fn[2] = { MPI_Bcast, PMPI_Bcast };
+		void *buf[2] = { x, r };
+		int i;
+
+		for (i = 0; i < 2; i++) {
+			if (s->rank == root)
+				fill_block(buf[i], d, root, 5);
+			if (i == 0)
+				snap(&a);
+			fn[i](buf[i], (int)d.count, d.t->dt, root, s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		fail = compare_d(x, r, d, diag, sizeof(diag));
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+			    MPI_Comm);
+typedef int (*gather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+			 int, MPI_Comm);
+
+/* the whole receive (or send) side of p blocks: as one buffer of p*count */
+static struct dty times(struct dty d, int p)
+{
+	d.count *= p;
+	return d;
+}
+
+static void fill_blocks(void *buf, struct dty d, int p, unsigned seed, int from_rank)
+{
+	int i;
+
+	for (i = 0; i < p; i++)
+		fill((char *)buf + (MPI_Aint)i * d.count * d.t->ext, d.t, d.count,
+		     from_rank * 100 + i, V_DATA, seed);
+}
+
+static void t_allgather(const char *sh, const char *type, long items, int inplace)
+{
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("allgather"))
+		return;
+
+	snprintf(desc, sizeof(desc), "allgather %s %ld %s%s", type, items, sh,
+		 inplace ? " in-place" : "");
+	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
+	if (s->comm != MPI_COMM_NULL) {
+		/* send as this rank's type, receive as the next rank's */
+		struct dty sd = dty_for(type, s->rank, items);
+		struct dty rd = dty_for(type, s->rank + 1, items), rall = times(rd, s->size);
+		void *in = alloc_buf(sd.t, sd.count), *x = alloc_buf(rall.t, rall.count),
+		     *r = alloc_buf(rall.t, rall.count);
+		allgather_fn fn[2] = { MPI_Allgather, PMPI_Allgather };
+		void *out[2] = { x, r };
+		int i;
+
+		fill_block(in, sd, s->rank, 7);
+		for (i = 0; i < 2; i++) {
+			if (inplace)
+				fill_block((char *)out[i] + (MPI_Aint)s->rank * rd.count * rd.t->ext,
+					   rd, s->rank, 7);
+			if (i == 0)
+				snap(&a);
+			fn[i](inplace ? MPI_IN_PLACE : in, (int)sd.count, sd.t->dt, out[i],
+			      (int)rd.count, rd.t->dt, s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		fail = compare_d(x, r, rall, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+static void t_gather(const char *sh, const char *type, long items, int root,
+		     int inplace)
+{
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("gather"))
+		return;
+
+	root = root_of(s, root);
+	snprintf(desc, sizeof(desc), "gather %s %ld %s root=%d%s", type, items, sh, root,
+		 inplace ? " in-place" : "");
+	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
+	if (s->comm != MPI_COMM_NULL) {
+		struct dty sd = dty_for(type, s->rank, items);
+		struct dty rd = dty_for(type, s->rank + 1, items), rall = times(rd, s->size);
+		void *in = alloc_buf(sd.t, sd.count), *x = alloc_buf(rall.t, rall.count),
+		     *r = alloc_buf(rall.t, rall.count);
+		gather_fn fn[2] = { MPI_Gather, PMPI_Gather };
+		void *out[2] = { x, r };
+		int i, ip = inplace && s->rank == root;
+
+		fill_block(in, sd, s->rank, 9);
+		for (i = 0; i < 2; i++) {
+			if (ip)
+				fill_block((char *)out[i] + (MPI_Aint)root * rd.count * rd.t->ext,
+					   rd, root, 9);
+			if (i == 0)
+				snap(&a);
+			fn[i](ip ? MPI_IN_PLACE : in, (int)sd.count, sd.t->dt, out[i],
+			      (int)rd.count, rd.t->dt, root, s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		if (s->rank == root)
+			fail = compare_d(x, r, rall, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+static void t_scatter(const char *sh, const char *type, long items, int root,
+		      int inplace)
+{
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("scatter"))
+		return;
+
+	root = root_of(s, root);
+	snprintf(desc, sizeof(desc), "scatter %s %ld %s root=%d%s", type, items, sh, root,
+		 inplace ? " in-place" : "");
+	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
+	if (s->comm != MPI_COMM_NULL) {
+		struct dty sd = dty_for(type, s->rank, items), sall = times(sd, s->size);
+		struct dty rd = dty_for(type, s->rank + 1, items);
+		void *in = alloc_buf(sall.t, sall.count), *x = alloc_buf(rd.t, rd.count),
+		     *r = alloc_buf(rd.t, rd.count);
+		gather_fn fn[2] = { MPI_Scatter, PMPI_Scatter };
+		void *out[2] = { x, r };
+		int i, ip = inplace && s->rank == root;
+
+		if (s->rank == root)
+			fill_blocks(in, sd, s->size, 11, root);
+		for (i = 0; i < 2; i++) {
+			if (i == 0)
+				snap(&a);
+			fn[i](in, (int)sd.count, sd.t->dt, ip ? MPI_IN_PLACE : out[i],
+			      (int)rd.count, rd.t->dt, root, s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		if (!ip)
+			fail = compare_d(x, r, rd, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+static void t_alltoall(const char *sh, const char *type, long items, int inplace)
+{
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("alltoall"))
+		return;
+
+	snprintf(desc, sizeof(desc), "alltoall %s %ld %s%s", type, items, sh,
+		 inplace ? " in-place" : "");
+	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
+	if (s->comm != MPI_COMM_NULL) {
+		struct dty sd = dty_for(type, s->rank, items), sall = times(sd, s->size);
+		struct dty rd = inplace ? sd : dty_for(type, s->rank + 1, items),
+			   rall = times(rd, s->size);
+		void *in = alloc_buf(sall.t, sall.count), *x = alloc_buf(rall.t, rall.count),
+		     *r = alloc_buf(rall.t, rall.count);
+		allgather_fn fn[2] = { MPI_Alltoall, PMPI_Alltoall };
+		void *out[2] = { x, r };
+		int i;
+
+		fill_blocks(in, sd, s->size, 13, s->rank);
+		for (i = 0; i < 2; i++) {
+			if (inplace)
+				fill_blocks(out[i], rd, s->size, 13, s->rank);
+			if (i == 0)
+				snap(&a);
+			fn[i](inplace ? MPI_IN_PLACE : in, (int)sd.count, sd.t->dt, out[i],
+			      (int)rd.count, rd.t->dt, s->comm);
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		fail = compare_d(x, r, rall, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+/* a barrier must hold everyone until the last rank arrives (150 ms late) */
+static void t_barrier(const char *sh)
+{
+	const struct shape *s = shape(sh);
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1, expect;
+
+	if (!wanted("barrier"))
+		return;
+
+	snprintf(desc, sizeof(desc), "barrier %s waits for the last rank", sh);
+	expect = expect_siteaware(s, 1, 1);
+	if (s->comm != MPI_COMM_NULL) {
+		double t0;
+		int late;
+
+		/* once through the library first: its setup of a communicator
+		 * (collective) would synchronise the ranks by itself */
+		MPI_Barrier(s->comm);
+		PMPI_Barrier(s->comm);
+		/* intercommunicator: the last rank of the group of world rank 0 */
+		late = s->rank == s->size - 1 && (!s->inter || mysite == 0);
+		if (s->inter) {
+			int lsize;
+
+			MPI_Comm_size(s->comm, &lsize);
+			late = s->rank == lsize - 1 && mysite == 0;
+		}
+		if (late)
+			usleep(150000);
+		snap(&a);
+		t0 = MPI_Wtime();
+		MPI_Barrier(s->comm);
+		t0 = MPI_Wtime() - t0;
+		snap(&b);
+		path = path_of(&a, &b);
+		if (!late && t0 < 0.1) {
+			fail = 1;
+			snprintf(diag, sizeof(diag), "left the barrier after %.3f s, before the "
+				 "late rank (150 ms) arrived", t0);
+		}
+	}
+	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+}
+
+/* intercommunicator collectives (ints): group of site 0 x group of site 1 */
+static void t_inter(const char *coll, long n)
+{
+	const struct shape *s = shape("inter");
+	struct xsite_stats a, b;
+	char desc[200], diag[256] = "";
+	int fail = 0, path = -1;
+
+	if (!wanted(coll))
+		return;
+
+	snprintf(desc, sizeof(desc), "%s int %ld inter", coll, n);
+	if (s->comm != MPI_COMM_NULL) {
+		int lsize, rsize = s->size, i;
+		long cnt;
+		int *in, *x, *r;
+
+		MPI_Comm_size(s->comm, &lsize);
+		cnt = !strcmp(coll, "allgather") ? n * rsize : n;
+		in = calloc((size_t)n + 1, sizeof(int));
+		x = calloc((size_t)cnt + 1, sizeof(int));
+		r = calloc((size_t)cnt + 1, sizeof(int));
+		for (i = 0; i < n; i++)
+			in[i] = ival(V_DATA, wrank, i, 3);
+		for (i = 0; i < 2; i++) {
+			int *out = i ? r : x;
+
+			if (i == 0)
+				snap(&a);
+			if (!strcmp(coll, "allreduce")) {
+				(i ? PMPI_Allreduce : MPI_Allreduce)(in, out, (int)n, MPI_INT,
+								     MPI_SUM, s->comm);
+			} else if (!strcmp(coll, "allgather")) {
+				(i ? PMPI_Allgather : MPI_Allgather)(in, (int)n, MPI_INT, out,
+								     (int)n, MPI_INT, s->comm);
+			} else {
+				/* root: rank 0 of site 0's group */
+				int root = mysite == 0 ? (s->rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+
+				if (mysite == 0)
+					memcpy(out, in, sizeof(int) * (size_t)n);
+				(i ? PMPI_Bcast : MPI_Bcast)(out, (int)n, MPI_INT, root, s->comm);
+			}
+			if (i == 0) {
+				snap(&b);
+				path = path_of(&a, &b);
+			}
+		}
+		fail = compare(x, r, &T_INT, cnt, diag, sizeof(diag));
+		free(in);
+		free(x);
+		free(r);
+	}
+	report(desc, s->comm != MPI_COMM_NULL, 0, path, fail, diag);
+}
+
+/* ---- the plan ----------------------------------------------------------- */
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "coll_check: timeout\n";
+
+	(void)sig;
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(3);
+}
+
+int main(int argc, char **argv)
+{
+	const char *two[] = { "parity", "three", "one-site", "dup", "reversed" };
+	int i, j, opt, timeout = 0, multiple = 0, provided = MPI_THREAD_SINGLE;
+	long small = 37;
+
+	while ((opt = getopt(argc, argv, "rqt:c:m")) != -1)
+		switch (opt) {
+		case 'r': require = 1; break;
+		case 'q': quick = 1; break;
+		case 't': timeout = atoi(optarg); break;
+		case 'c': only = optarg; break;
+		case 'm': multiple = 1; break;
+		default:
+			fprintf(stderr, "usage: coll_check [-r] [-q] [-t SECONDS] [-c COLL] [-m]\n");
+			return 2;
+		}
+	if (timeout > 0) {
+		signal(SIGALRM, on_alarm);
+		alarm((unsigned)timeout);
+	}
+	if (multiple)
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+	else
+		MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+	MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+	*(void **)&get_stats = dlsym(RTLD_DEFAULT, "xsite_get_stats");
+	coll_off = getenv("XSITE_COLL") && (!strcmp(getenv("XSITE_COLL"), "off") ||
+					   !strcmp(getenv("XSITE_COLL"), "0") ||
+					   !strcmp(getenv("XSITE_COLL"), "no"));
+	/* libxsite keeps the MPI library's collectives under THREAD_MULTIPLE */
+	if (provided == MPI_THREAD_MULTIPLE)
+		coll_off = 1;
+	types_init();
+	combos_init();
+	shapes_init();
+	if (wrank == 0) {
+		printf("# coll_check: %d ranks, libxsite %s, XSITE_COLL=%s%s%s%s\n", wsize,
+		       get_stats ? "loaded" : "NOT loaded", coll_off ? "off" : "on",
+		       quick ? ", quick" : "", only ? ", only " : "", only ? only : "");
+		if (multiple)
+			printf("# MPI_THREAD_MULTIPLE %s\n", provided == MPI_THREAD_MULTIPLE ?
+			       "provided" : "NOT provided");
+		fflush(stdout);
+	}
+
+	/* Allreduce: every op x type, 1 and a small count, and at 64 KiB (streams) */
+	for (i = 0; i < ncombos; i++) {
+		const struct opty *o = &combos[i];
+
+		t_allreduce("world", o->op, o->t->name, 1, 0);
+		t_allreduce("world", o->op, o->t->name, small, 0);
+		t_allreduce("world", o->op, o->t->name, count_for(64 * KiB, o->t), 0);
+	}
+	/* ... every size on every shape for a few */
+	for (j = 0; j < 5; j++) {
+		long n[] = { 0, 1, small, 64 * KiB / 8, MiB / 8 };
+		int k, nn = quick ? 4 : 5;
+
+		for (k = 0; k < nn; k++) {
+			t_allreduce(two[j], "SUM", "double", n[k], 0);
+			t_allreduce(two[j], "BXOR", "int", n[k] * 2, 0);
+		}
+		t_allreduce(two[j], "MAX", "float", small, 0);
+		t_allreduce(two[j], "MAXLOC", "double_int", 64 * KiB / 16, 0);
+		t_allreduce(two[j], "matmul", "mat2x2", small, 0);
+	}
+	t_allreduce("world", "SUM", "double", 0, 0);
+	t_allreduce("world", "SUM", "int", 0, 0);
+	/* ... in place */
+	for (j = 0; j < 2; j++) {
+		const char *sh = j ? "parity" : "world";
+		long n[] = { 1, small, 64 * KiB, MiB };
+		int k, nn = quick ? 3 : 4;
+
+		for (k = 0; k < nn; k++) {
+			t_allreduce(sh, "SUM", "double", n[k] / 8 ? n[k] / 8 : 1, 1);
+			t_allreduce(sh, "MIN", "int", n[k] / 4 ? n[k] / 4 : 1, 1);
+			t_allreduce(sh, "vecsum", "vector", n[k] / 8 ? n[k] / 8 : 1, 1);
+			t_allreduce(sh, "MAXLOC", "double_int", n[k] / 12 ? n[k] / 12 : 1, 1);
+		}
+	}
+	if (!quick) {
+		t_allreduce("world", "SUM", "double", 4 * MiB / 8, 0);
+		t_allreduce("reversed", "SUM", "int", 4 * MiB / 4, 0);
+		t_allreduce("world", "SUM", "double", 4 * MiB / 8, 1);
+	}
+
+	/* Reduce: every op x type at a small count to a root at each site */
+	for (i = 0; i < ncombos; i++) {
+		t_reduce("world", combos[i].op, combos[i].t->name, small, 0, 0);
+		t_reduce("world", combos[i].op, combos[i].t->name,
+			 count_for(64 * KiB, combos[i].t), -1, 0);
+	}
+	{
+		long n[] = { 0, 1, small, 64 * KiB / 8, MiB / 8 };
+		int roots[] = { 0, -1, wsize / 2 + 1 }, r, k, nn = quick ? 4 : 5;
+
+		for (r = 0; r < 3; r++)
+			for (k = 0; k < nn; k++) {
+				t_reduce("world", "SUM", "double", n[k], roots[r], 0);
+				t_reduce("world", "MAX", "int", n[k] * 2, roots[r], 0);
+				t_reduce("world", "MAXLOC", "double_int", n[k] / 2, roots[r], 0);
+			}
+		for (r = 0; r < 3; r++) {
+			t_reduce("world", "matmul", "mat2x2", small, roots[r], 0);
+			t_reduce("world", "vecsum", "vector", 64 * KiB / 8, roots[r], 0);
+		}
+	}
+	for (j = 0; j < 5; j++) {
+		t_reduce(two[j], "SUM", "double", 1, 0, 0);
+		t_reduce(two[j], "SUM", "double", 64 * KiB / 8, -1, 0);
+		t_reduce(two[j], "BXOR", "int", small, -1, 0);
+		t_reduce(two[j], "BXOR", "int", 64 * KiB / 4, 0, 0);
+	}
+	for (j = 0; j < 2; j++) {
+		int root = j ? -1 : 0;
+
+		t_reduce("world", "SUM", "double", small, root, 1);
+		t_reduce("world", "MAX", "int", 64 * KiB / 4, root, 1);
+		if (!quick)
+			t_reduce("world", "SUM", "double", MiB / 8, root, 1);
+	}
+	if (!quick)
+		t_reduce("world", "SUM", "double", 4 * MiB / 8, -1, 0);
+
+	/* Bcast */
+	{
+		const char *types[] = { "int", "double", "unsigned_char", "vector",
+					"double_int", "mixed" };
+		int roots[] = { 0, -1, wsize / 2 + 1 }, r, k;
+
+		for (k = 0; k < 6; k++)
+			for (r = 0; r < 3; r++) {
+				size_t is = item_size(types[k]);
+
+				t_bcast("world", types[k], 1, roots[r]);
+				t_bcast("world", types[k], small, roots[r]);
+				t_bcast("world", types[k], (long)(64 * KiB / is), roots[r]);
+			}
+		for (r = 0; r < 2; r++) {
+			t_bcast("world", "int", 0, roots[r]);
+			if (!quick) {
+				t_bcast("world", "int", MiB / 4, roots[r]);
+				t_bcast("world", "vector", MiB / 8, roots[r]);
+			}
+		}
+		for (j = 0; j < 5; j++)
+			for (r = 0; r < 2; r++) {
+				t_bcast(two[j], "int", small, roots[r]);
+				t_bcast(two[j], "vector", 64 * KiB / 8, roots[r]);
+				if (!quick)
+					t_bcast(two[j], "mixed", MiB / 16, roots[r]);
+			}
+		if (!quick)
+			t_bcast("world", "double", 4 * MiB / 8, -1);
+	}
+
+	/* Barrier */
+	t_barrier("world");
+	for (j = 0; j < 5; j++)
+		t_barrier(two[j]);
+
+	/* Allgather, Gather, Scatter, Alltoall: sizes are per-rank blocks */
+	{
+		const char *types[] = { "int", "double", "vector", "double_int", "mixed" };
+		int k, r, roots[] = { 0, -1, wsize / 2 + 1 };
+		long blk64 = 64 * KiB / wsize, blk1m = MiB / wsize;
+
+		for (k = 0; k < 5; k++) {
+			size_t is = item_size(types[k]);
+
+			t_allgather("world", types[k], 0, 0);
+			t_allgather("world", types[k], 1, 0);
+			t_allgather("world", types[k], small, 0);
+			t_allgather("world", types[k], (long)(blk64 / (long)is), 0);
+			if (!quick)
+				t_allgather("world", types[k], (long)(blk1m / (long)is), 0);
+			t_alltoall("world", types[k], 0, 0);
+			t_alltoall("world", types[k], 1, 0);
+			t_alltoall("world", types[k], small, 0);
+			t_alltoall("world", types[k], (long)(blk64 / (long)is), 0);
+			if (!quick)
+				t_alltoall("world", types[k], (long)(blk1m / (long)is), 0);
+			for (r = 0; r < 3; r++) {
+				t_gather("world", types[k], small, roots[r], 0);
+				t_gather("world", types[k], (long)(blk64 / (long)is), roots[r], 0);
+				t_scatter("world", types[k], small, roots[r], 0);
+				t_scatter("world", types[k], (long)(blk64 / (long)is), roots[r], 0);
+			}
+		}
+		for (r = 0; r < 2; r++) {
+			t_gather("world", "int", 0, roots[r], 0);
+			t_scatter("world", "int", 0, roots[r], 0);
+			t_gather("world", "int", 1, roots[r], 0);
+			t_scatter("world", "int", 1, roots[r], 0);
+			if (!quick) {
+				t_gather("world", "vector", blk1m / 8, roots[r], 0);
+				t_scatter("world", "vector", blk1m / 8, roots[r], 0);
+			}
+		}
+		for (j = 0; j < 5; j++) {
+			t_allgather(two[j], "int", small, 0);
+			t_allgather(two[j], "vector", blk64 / 8, 0);
+			t_alltoall(two[j], "int", small, 0);
+			t_alltoall(two[j], "mixed", blk64 / 16, 0);
+			t_gather(two[j], "int", blk64 / 4, -1, 0);
+			t_gather(two[j], "mixed", small, 0, 0);
+			t_scatter(two[j], "int", blk64 / 4, -1, 0);
+			t_scatter(two[j], "mixed", small, 0, 0);
+		}
+		for (j = 0; j < 2; j++) {
+			const char *sh = j ? "parity" : "world";
+
+			t_allgather(sh, "int", small, 1);
+			t_allgather(sh, "vector", blk64 / 8, 1);
+			t_alltoall(sh, "int", small, 1);
+			t_alltoall(sh, "vector", blk64 / 8, 1);
+			for (r = 0; r < 2; r++) {
+				t_gather(sh, "int", small, roots[r], 1);
+				t_gather(sh, "vector", blk64 / 8, roots[r], 1);
+				t_scatter(sh, "int", small, roots[r], 1);
+				t_scatter(sh, "vector", blk64 / 8, roots[r], 1);
+			}
+		}
+	}
+
+	/* the intercommunicator: the MPI library's own */
+	t_barrier("inter");
+	t_inter("allreduce", small);
+	t_inter("bcast", small);
+	t_inter("allgather", small);
+	t_inter("allreduce", 64 * KiB / 4);
+	t_inter("bcast", 64 * KiB / 4);
+
+	/* freeing the communicators runs libxsite's delete callback */
+	for (i = 0; i < nshapes; i++)
+		if (shapes[i].comm != MPI_COMM_NULL && shapes[i].comm != MPI_COMM_WORLD)
+			MPI_Comm_free(&shapes[i].comm);
+	MPI_Op_free(&OP_USERSUM);
+	MPI_Op_free(&OP_MATMUL);
+	MPI_Op_free(&OP_VECSUM);
+	MPI_Type_free(&T_VEC.dt);
+	MPI_Type_free(&T_MAT.dt);
+	MPI_Type_free(&T_C4.dt);
+
+	if (wrank == 0) {
+		printf("1..%d\n", ntest);
+		if (nfail)
+			printf("# %d of %d failed\n", nfail, ntest);
+		fflush(stdout);
+	}
+	MPI_Finalize();
+	return nfail ? 1 : 0;
+}
