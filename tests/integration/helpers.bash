@@ -54,7 +54,7 @@ xt_down() {
 
 # Build the MPI ping-pong into the work directory (visible on every node).
 build_pingpong() {
-	mpicc -O2 -o "$XT_STATE/work/pingpong" "$XT_REPO/tests/mpi/pingpong.c"
+	mpicc -O2 -o "$XT_STATE/work/pingpong" "$XT_REPO/mpi-wrappers/xsite-pingpong.c"
 }
 
 # pingpong_median NODE_A NODE_B ITERS [RUNS]: median one-way latency in us;

@@ -1,7 +1,7 @@
 /*
- * pingpong: MPI ping-pong between rank 0 and rank 1 for the xsite testbed.
+ * xsite-pingpong: MPI ping-pong between rank 0 and rank 1, for xsite calibrate
  *
- *   pingpong [-s BYTES] [-n ITERATIONS] [-w WARMUP] [-t SECONDS]
+ *   xsite-pingpong [-s BYTES] [-n ITERATIONS] [-w WARMUP] [-t SECONDS]
  *
  * Prints one line from rank 0:
  *   pingpong from=NODE to=NODE bytes=B iters=N oneway_us min=.. median=.. avg=.. p90=.. max=.. mbps=..
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 		case 'w': warmup = atoi(optarg); break;
 		case 't': timeout = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: pingpong [-s BYTES] [-n ITERATIONS] [-w WARMUP] [-t SECONDS]\n");
+			fprintf(stderr, "usage: xsite-pingpong [-s BYTES] [-n ITERATIONS] [-w WARMUP] [-t SECONDS]\n");
 			return 2;
 		}
 	}

@@ -1,0 +1,58 @@
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local calibrate = require("xsite.calibrate")
+local config = require("xsite.config")
+
+local LINK = { bandwidth = 125e6, latency = 1e-3, channels = 1 }
+
+describe("xsite.calibrate", function()
+  it("reads the ping-pong's line among other output", function()
+    local r = assert(calibrate.parse_pingpong("srun: something\n" ..
+      "pingpong from=alpha1 to=beta1 bytes=8 iters=200 oneway_us min=1001.50 median=1105.25 avg=1110.00 " ..
+      "p90=1200.00 max=1500.00 mbps=0.0\n"))
+    assert.are.equal("alpha1", r.from)
+    assert.are.equal("beta1", r.to)
+    assert.are.equal(8, r.bytes)
+    assert.are.equal(1105.25, r.median_us)
+  end)
+
+  it("says what it got when there is no result", function()
+    local r, err = calibrate.parse_pingpong("srun: job 7 queued\npingpong: timeout\n")
+    assert.is_nil(r)
+    assert.matches("no ping%-pong result in the output %(it said last: pingpong: timeout%)", err)
+    assert.is_nil((calibrate.parse_pingpong(nil)))
+  end)
+
+  it("judges a link up, degraded or down", function()
+    assert.are.equal("up", (calibrate.judge(LINK, 1.1e-3, 100e6)))
+    local st, why = calibrate.judge(LINK, 1.1e-3, 50e6)
+    assert.are.equal("degraded", st)
+    assert.matches("bandwidth 50 MB/s is below 50%% of the configured 125 MB/s", why)
+    st, why = calibrate.judge(LINK, 5e-3, 100e6)
+    assert.are.equal("degraded", st)
+    assert.matches("latency 5 ms is above 2 times the configured 1 ms", why)
+    assert.are.equal("down", (calibrate.judge(LINK, nil, nil)))
+    assert.are.equal("up", (calibrate.judge(LINK, 5e-3, 100e6, { degraded_latency = 10 })))
+  end)
+
+  it("writes a state file the one parser reads back", function()
+    local path = os.tmpname()
+    assert(calibrate.write_atomically(path, calibrate.format_state(
+      { state = "degraded", bandwidth = 61.5e6, latency = 5.2e-3, time = 1763820000 }, "measured\nhere")))
+    local st = assert(config.load_link_state(path))
+    assert.are.equal("degraded", st.state)
+    assert.are.equal(61.5e6, st.bandwidth)
+    assert.is_true(math.abs(st.latency - 5.2e-3) < 1e-12)
+    assert.are.equal(1763820000, st.time)
+    assert(calibrate.write_atomically(path, calibrate.format_state({ state = "down", time = 1 })))
+    st = assert(config.load_link_state(path))
+    assert.are.equal("down", st.state)
+    assert.is_nil(st.bandwidth)
+    os.remove(path)
+  end)
+
+  it("names the file it cannot write", function()
+    local ok, err = calibrate.write_atomically(h.root .. "/no/such/dir/link.state", "State=up\n")
+    assert.is_nil(ok)
+    assert.matches("/no/such/dir/link.state: cannot write", err)
+  end)
+end)
