@@ -262,6 +262,27 @@ fail:
 	return rc;
 }
 
+int xsite_lua_tune_env(struct xsite_lua *x, const char *dir, const char *jobid, char **env)
+{
+	const char *s;
+
+	*env = NULL;
+	if (!x->have_config) {
+		set_error(x, "no configuration loaded");
+		return -1;
+	}
+	if (call(x, "tune_env", 1, 2, dir, jobid) < 0)
+		return -1;
+	s = lua_tostring(x->L, -1);
+	*env = s ? strdup(s) : NULL;
+	lua_pop(x->L, 1);
+	if (*env == NULL) {
+		set_error(x, "tune_env: no environment");
+		return -1;
+	}
+	return 0;
+}
+
 void xsite_task_env_free(struct xsite_task_env *env)
 {
 	free(env->site);

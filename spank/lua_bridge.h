@@ -51,6 +51,12 @@ int xsite_lua_task_env(struct xsite_lua *x, const char *host, const char *nodeli
 
 void xsite_task_env_free(struct xsite_task_env *env);
 
+/*
+ * MPI tuning of a spanning job (xsite.spank.tune_env): writes the coll/tuned
+ * rules file into dir and sets *env to "NAME=VALUE" lines (caller frees).
+ */
+int xsite_lua_tune_env(struct xsite_lua *x, const char *dir, const char *jobid, char **env);
+
 const char *xsite_lua_error(struct xsite_lua *x);
 
 void xsite_lua_close(struct xsite_lua *x);

@@ -13,6 +13,10 @@
  * The link figures are the measured ones of the LinkStateFile when it exists,
  * else the configured ones.
  *
+ * With tune_mpi=yes, the tasks of a spanning job also get Open MPI settings
+ * for the link (OMPI_MCA_btl_tcp_sndbuf/rcvbuf, OMPI_MCA_coll_tuned_*: see
+ * tune_mpi() and lua/xsite/tune.lua).
+ *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
  * not parse skips the exports: one "xsite: ..." error line goes to the slurmd
@@ -24,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,19 +71,6 @@ fail:
 	return NULL;
 }
 
-/*
- * MPI tuning for spanning jobs, with tune_mpi=yes.
- *
- * HOOK: what to export (MCA parameters or environment derived from the link)
- * is defined by the MPI issue.  Until then this exports nothing.
- */
-static int tune_mpi(spank_t sp, const struct xsite_task_env *env)
-{
-	(void)sp;
-	slurm_verbose("xsite: tune_mpi: spanning job (%s): no MPI tuning defined yet", env->sites);
-	return 0;
-}
-
 static void skip(spank_t sp, const char *why)
 {
 	size_t i;
@@ -103,6 +95,41 @@ static int export(spank_t sp, const char *name, const char *value)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * MPI tuning for spanning jobs, with tune_mpi=yes: xsite.spank.tune_env
+ * writes an Open MPI coll/tuned rules file for the link into this node's
+ * /tmp (the task runs here) and gives the OMPI_MCA_* settings (TCP buffers
+ * from the bandwidth-delay product, the rules file), exported here.  A
+ * failure only loses the tuning (logged); the step runs.
+ */
+static void tune_mpi(spank_t sp, struct xsite_lua *x)
+{
+	uint32_t jobid = 0;
+	char id[16], *env = NULL, *line, *next, *eq;
+
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS) {
+		slurm_error("xsite: tune_mpi: no job id; no MPI tuning");
+		return;
+	}
+	snprintf(id, sizeof(id), "%u", jobid);
+	if (xsite_lua_tune_env(x, "/tmp", id, &env) < 0) {
+		slurm_error("xsite: %s", xsite_lua_error(x));
+		return;
+	}
+	for (line = env; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		eq = strchr(line, '=');
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		if (export(sp, line, eq + 1) == 0)
+			slurm_verbose("xsite: tune_mpi: %s=%s", line, eq + 1);
+	}
+	free(env);
 }
 
 int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg)
@@ -152,7 +179,7 @@ int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg)
 		      host, env.site ? env.site : "(none)", env.sites, env.spanning);
 
 	if (cfg->tune_mpi && strcmp(env.spanning, "1") == 0)
-		tune_mpi(sp, &env);
+		tune_mpi(sp, x);
 
 	goto out;
 fail:

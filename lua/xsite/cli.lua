@@ -12,7 +12,9 @@ local json = require("xsite.json")
 local svg = require("xsite.svg")
 local hostlist = require("xsite.hostlist")
 local mapping = require("xsite.mapping")
+local tune = require("xsite.tune")
 local calibrate = require("xsite.calibrate")
+local replay = require("xsite.replay")
 
 local M = {}
 
@@ -27,7 +29,9 @@ Commands:
   model            predicted times and speed-ups over node counts and links
   explain          what the placement policy decides for a job, and why
   map              the site-major rank order of an allocation (for xsite-run)
+  tune-mpi         Open MPI settings (MCA) for a job that spans the link
   calibrate        measure the link through Slurm and write the link state file
+  replay           the policy over past jobs from accounting, under another threshold
 
 Options:
   --config FILE    xsite.conf to use (default: $XSITE_CONF, else xsite.conf
@@ -63,6 +67,24 @@ Usage: xsite explain --nodes N [--site-affinity A] [--comm-profile P]
 
 What the placement policy would decide for a job of N nodes, and why, with
 the link state the policy would use (LinkStateFile, when present).
+]],
+  replay = [[
+Usage: xsite replay [--since DATE] [--max-slowdown X] [--sacct-file FILE] [--json]
+
+Run the placement policy over past jobs from accounting (sacct, with each
+job's xsite record from its admin_comment), under the configuration of
+--config and, with --max-slowdown, another MaxSlowdown: how many jobs would
+have been pinned or allowed to span, which jobs change, the node-hours the
+jobs allowed to span lose to their slowdown, and the queue time (in
+node-hours) of jobs pinned before that may span now: what spanning might
+have saved, at most.  Jobs the users placed themselves are left out.
+
+  --since DATE       jobs started since DATE, in sacct's syntax (default: now-7days)
+  --max-slowdown X   replay with this MaxSlowdown
+  --sacct-file FILE  read sacct's output from FILE instead of running sacct
+                     (fields: JobID User State NNodes Elapsed Reserved NodeList
+                     AdminComment, tab-separated)
+  --json             the summary as JSON
 ]],
   calibrate = [[
 Usage: xsite calibrate [--nodes A,B] [--pingpong PATH] [--timeout SECONDS]
@@ -100,6 +122,23 @@ ranks go to which site so that the fewest bytes cross the link.
   --comm-graph FILE      a traffic record with a "matrix" of bytes rank to rank
   --format F             hostfile (default), rankfile or json
   --verbose              the map and the bytes across on stderr
+]],
+  ["tune-mpi"] = [[
+Usage: xsite tune-mpi [--link-bandwidth B] [--link-latency L] [--rules-file PATH]
+                      [--format env|shell|rules]
+
+Open MPI 4.1 settings for a job that spans the extender link: TCP socket
+buffers from the link's bandwidth-delay product (btl_tcp_sndbuf, rcvbuf) and a
+coll/tuned dynamic rules file whose algorithms avoid rings across the link
+(coll_tuned_use_dynamic_rules, coll_tuned_dynamic_rules_filename).  Prints
+one OMPI_MCA_* setting a line.
+
+  --link-bandwidth B  e.g. 1Gb/s (default: the link of xsite.conf, or its
+                      measured state in LinkStateFile)
+  --link-latency L    one-way, e.g. 1ms (default: as for the bandwidth)
+  --rules-file PATH   write the rules file there (default: a new file in /tmp)
+  --format F          env (default): NAME=VALUE; shell: export lines;
+                      rules: print the rules file instead, write nothing
 ]],
 }
 
@@ -517,6 +556,142 @@ function M.calibrate(args, io_, global)
   return state == "up" and 0 or 1
 end
 
+-- The link xsite.conf (or its link state file) describes, and the slowest
+-- node network of the two sites.
+local function configured_link(cfg)
+  local state
+  if cfg.policy.link_state_file then
+    local st = config.load_link_state(cfg.policy.link_state_file)
+    if st then state = st end
+  end
+  local link = policy.effective_link(cfg, state)
+  local lbw = math.min(cfg.sites[1].net_bw, cfg.sites[2].net_bw)
+  return { bandwidth = link.bandwidth * link.channels, latency = link.latency }, lbw
+end
+
+M["tune-mpi"] = function(args, io_, global)
+  local opts, pos = parse_args(args, { ["link-bandwidth"] = true, ["link-latency"] = true,
+    ["rules-file"] = true, format = true })
+  if not opts then err(io_, "xsite tune-mpi: %s\n", pos) return 2 end
+  if opts.help then out(io_, "%s", USAGE["tune-mpi"]) return 0 end
+  if #pos > 0 then err(io_, "xsite tune-mpi: unexpected argument '%s'\n", pos[1]) return 2 end
+  local format = opts.format or "env"
+  if format ~= "env" and format ~= "shell" and format ~= "rules" then
+    err(io_, "xsite tune-mpi: --format: '%s' is not env, shell or rules\n", format)
+    return 2
+  end
+  if opts["rules-file"] == "" then err(io_, "xsite tune-mpi: --rules-file: empty path\n") return 2 end
+  local link, lbw = {}, nil
+  for _, k in ipairs({ { "link-bandwidth", "bandwidth", "bandwidth" }, { "link-latency", "latency", "time" } }) do
+    if opts[k[1]] then
+      local v, e = units.parse(opts[k[1]], k[3])
+      if not v then err(io_, "xsite tune-mpi: --%s: %s\n", k[1], e) return 2 end
+      link[k[2]] = v
+    end
+  end
+  if not (link.bandwidth and link.latency) then
+    local cfg = load_config(global.config, io_)
+    if not cfg then return 1 end
+    local cl
+    cl, lbw = configured_link(cfg)
+    link.bandwidth = link.bandwidth or cl.bandwidth
+    link.latency = link.latency or cl.latency
+  end
+  local p, perr = tune.plan(link, { local_bandwidth = lbw })
+  if not p then err(io_, "xsite tune-mpi: %s\n", perr) return 1 end
+  local text = tune.rules_text(p)
+  if format == "rules" then out(io_, "%s", text) return 0 end
+  local path = opts["rules-file"] or os.tmpname()
+  local ok, werr = tune.write_file(path, text)
+  if not ok then err(io_, "xsite tune-mpi: --rules-file: %s\n", werr) return 1 end
+  local wmax, rmax = tune.kernel_caps()
+  for _, c in ipairs({ { "wmem_max", wmax, "sndbuf" }, { "rmem_max", rmax, "rcvbuf" } }) do
+    if c[2] and c[2] < p[c[3]] then
+      err(io_, "xsite tune-mpi: net.core.%s is %d: the kernel caps btl_tcp_%s=%d at it"
+        .. " (sysctl -w net.core.%s=%d on the nodes)\n", c[1], c[2], c[3], p[c[3]], c[1], p[c[3]])
+    end
+  end
+  out(io_, "%s", (tune.format(tune.env(p, path), format)))
+  return 0
+end
+
+function M.replay(args, io_, global)
+  local opts, pos = parse_args(args, { since = true, ["max-slowdown"] = true, ["sacct-file"] = true, json = false })
+  if not opts then err(io_, "xsite replay: %s\n", pos) return 2 end
+  if opts.help then out(io_, "%s", USAGE.replay) return 0 end
+  if #pos > 0 then err(io_, "xsite replay: unexpected argument '%s'\n", pos[1]) return 2 end
+  local maxs
+  if opts["max-slowdown"] then
+    local e
+    maxs, e = units.parse(opts["max-slowdown"], "number")
+    if not maxs or maxs < 1 then
+      err(io_, "xsite replay: --max-slowdown: %s\n", e or "must be at least 1.0")
+      return 2
+    end
+  end
+  local since = opts.since or "now-7days"
+  if not since:match("^[%w:%-%.]+$") then
+    err(io_, "xsite replay: --since: '%s' is not a date sacct knows (e.g. 2026-11-01 or now-7days)\n", since)
+    return 2
+  end
+  local cfg = load_config(global.config, io_)
+  if not cfg then return 1 end
+  local text
+  if opts["sacct-file"] then
+    local e
+    text, e = config.read_file(opts["sacct-file"])
+    if not text then err(io_, "xsite replay: --sacct-file: %s\n", e) return 1 end
+  else
+    local cmd = string.format("sacct -a -X -n -P --delimiter=%s --starttime=%s --format=%s 2>&1",
+      shell_quote(replay.DELIMITER), shell_quote(since), table.concat(replay.FIELDS, ","))
+    local p = io.popen(cmd)
+    text = p and p:read("*a") or ""
+    if p then p:close() end
+    -- sacct says why it failed in a line without the field delimiter
+    local first = text:match("[^\n]+")
+    if not p or (first and not first:find(replay.DELIMITER, 1, true)) then
+      err(io_, "xsite replay: sacct failed (is accounting through slurmdbd configured?): %s\n",
+        (text:match("[^\n]+") or "no output"))
+      return 1
+    end
+  end
+  local jobs, perr = replay.parse_sacct(text)
+  if not jobs then err(io_, "xsite replay: %s\n", perr) return 1 end
+  local s = replay.run(cfg, jobs, { max_slowdown = maxs, spans = function(job)
+    local seen, n = {}, 0
+    for _, name in ipairs(hostlist.expand(job.nodelist) or {}) do
+      local site = cfg.site_of_node[name]
+      if site and not seen[site] then seen[site], n = true, n + 1 end
+    end
+    return n > 1
+  end })
+  if opts.json then
+    out(io_, "%s\n", json.encode({ max_slowdown = maxs or cfg.policy.max_slowdown, jobs = s.jobs,
+      replayed = s.replayed, skipped = s.skipped, before = s.before, after = s.after,
+      changed = json.array(s.changed), node_hours_lost = s.node_hours_lost,
+      queue_node_hours = s.queue_node_hours }))
+    return 0
+  end
+  local function counts(t)
+    local w = {}
+    for _, k in ipairs({ "span", "pin", "site", "none", "reject" }) do
+      if t[k] then w[#w + 1] = string.format("%s %d", k, t[k]) end
+    end
+    return #w > 0 and table.concat(w, ", ") or "none"
+  end
+  out(io_, "replay of %d jobs since %s under MaxSlowdown %.2f (%s)\n", s.jobs,
+    opts["sacct-file"] and "(file)" or since, maxs or cfg.policy.max_slowdown, cfg.file)
+  out(io_, "  replayed: %d (the model decided them)\n", s.replayed)
+  for why, n in pairs(s.skipped) do out(io_, "  left out: %d, %s\n", n, why) end
+  out(io_, "  as decided then: %s\n  under this policy: %s\n", counts(s.before), counts(s.after))
+  for _, c in ipairs(s.changed) do
+    out(io_, "  job %s: %s -> %s (slowdown %.2fx)\n", c.id, c.before, c.after, c.slowdown)
+  end
+  out(io_, "  node-hours lost to slowdown by the jobs allowed to span: %.2f\n", s.node_hours_lost)
+  out(io_, "  queue node-hours of pinned jobs now allowed to span (at most saved): %.2f\n", s.queue_node_hours)
+  return 0
+end
+
 --- Run the command line.
 -- @param args array of arguments
 -- @param io_ optional { stdout, stderr } (default io.stdout, io.stderr)
@@ -555,7 +730,7 @@ function M.main(args, io_)
     return 2
   end
   local f = ({ check = M.check, model = M.model, explain = M.explain, map = M.map,
-    calibrate = M.calibrate })[cmd]
+    calibrate = M.calibrate, ["tune-mpi"] = M["tune-mpi"], replay = M.replay })[cmd]
   if not f then
     err(io_, "xsite: unknown command '%s' (try: xsite --help)\n", cmd)
     return 2

@@ -303,7 +303,14 @@ function M.decide(req)
     end
     local A, B = cfg.sites[1], cfg.sites[2]
     d.sites = A.name .. "+" .. B.name
-    constrain(string.format("[%s*%d&%s*%d]", A.feature, ev.nA, B.feature, ev.nB))
+    local user = req.features
+    if user and user ~= "" and user:find("^[%w_%-%.&]+$") then
+      -- Slurm applies a feature outside a count group to no node of it:
+      -- the user's features go inside, with each site's
+      d.features = string.format("[(%s&%s)*%d&(%s&%s)*%d]", user, A.feature, ev.nA, user, B.feature, ev.nB)
+    else
+      constrain(string.format("[%s*%d&%s*%d]", A.feature, ev.nA, B.feature, ev.nB))
+    end
     return finish("span", "user-span", WHY["user-span"] ..
       string.format(" (%d+%d nodes; predicted %s slower than one site)", ev.nA, ev.nB, ratio(ev.slowdown)))
   end

@@ -97,9 +97,10 @@ function M.resolve(spec, cfg)
   return p
 end
 
---- A one-word description of a profile for messages: its name, or "explicit".
+--- A profile in one word, for records and messages: its name, or an
+-- explicit spec without blanks (it resolves to the same profile again).
 function M.label(prof)
-  if prof.kind == "explicit" then return "explicit" end
+  if prof.kind == "explicit" then return (prof.name:gsub("%s", "")) end
   return prof.name
 end
 

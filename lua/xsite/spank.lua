@@ -10,6 +10,7 @@ local config = require("xsite.config")
 local hostlist = require("xsite.hostlist")
 local profile = require("xsite.profile")
 local policy = require("xsite.policy")
+local tune = require("xsite.tune")
 
 local M = {}
 
@@ -90,6 +91,34 @@ function M.task_env(host, nodelist)
   env.bandwidth_mbps = number(link.bandwidth * link.channels / 1e6)
   if #warn > 0 then env.warning = table.concat(warn, "; ") end
   return env
+end
+
+--- Open MPI tuning for a task of a job that spans the link (tune_mpi=yes):
+-- writes the coll/tuned rules file for the link (the measured one of the
+-- LinkStateFile, else the configured one) to DIR/xsite-coll-rules.JOBID (the
+-- node's own directory; rewritten whole by every step of the job, see
+-- xsite.tune.write_file) and gives the environment that points Open MPI at it.
+-- @param dir a directory of this node, e.g. "/tmp"
+-- @param jobid the job's id (digits)
+-- @return "NAME=VALUE" lines, or nil and a message
+function M.tune_env(dir, jobid)
+  if type(dir) ~= "string" or dir:sub(1, 1) ~= "/" then
+    return nil, "tune_mpi: '" .. tostring(dir) .. "' is not an absolute directory"
+  end
+  if type(jobid) ~= "string" or not jobid:match("^%d+$") then
+    return nil, "tune_mpi: '" .. tostring(jobid) .. "' is not a job id"
+  end
+  local state
+  if cfg.policy.link_state_file then state = config.load_link_state(cfg.policy.link_state_file) end
+  local link = policy.effective_link(cfg, state)
+  if link.state == "down" then return nil, "tune_mpi: the link is down; no MPI tuning" end
+  local p, err = tune.plan({ bandwidth = link.bandwidth * link.channels, latency = link.latency },
+    { local_bandwidth = math.min(cfg.sites[1].net_bw, cfg.sites[2].net_bw) })
+  if not p then return nil, "tune_mpi: " .. err end
+  local path = dir:gsub("/+$", "") .. "/xsite-coll-rules." .. jobid
+  local ok, werr = tune.write_file(path, tune.rules_text(p))
+  if not ok then return nil, "tune_mpi: " .. werr end
+  return (tune.format(tune.env(p, path), "env"))
 end
 
 return M

@@ -194,6 +194,13 @@ function M.job_submit(job_desc, slurm)
   return rc
 end
 
+--- A constraint every node of the cluster meets: "site_a|site_b".
+function M.any_site(cfg)
+  local f = {}
+  for i, s in ipairs(cfg.sites) do f[i] = s.feature end
+  return table.concat(f, "|")
+end
+
 --- slurm_job_modify: decide again when a pending job's node count changes.
 -- The xsite flags and the user's own constraint come from the job record;
 -- the constraint xsite added before is replaced.  Never raises.
@@ -211,6 +218,14 @@ function M.job_modify(job_desc, job_rec, slurm)
     if rc == slurm.SUCCESS then
       for _, k in ipairs({ "features", "req_switch", "wait4switch", "admin_comment" }) do
         if rawget(view, k) ~= nil then job_desc[k] = rawget(view, k) end
+      end
+      -- The new decision adds no constraint and the user had none: the one
+      -- xsite added before must go.  job_submit/lua cannot clear a
+      -- constraint (an empty string means "unchanged"), so it becomes the
+      -- OR of every site's feature, which every node has.
+      if prev and rawget(view, "features") == nil and job_rec.features and job_rec.features ~= "" then
+        local cfg = state.conf.get()
+        if cfg then job_desc.features = M.any_site(cfg) end
       end
     end
     return rc

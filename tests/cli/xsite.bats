@@ -438,17 +438,17 @@ with_link_state() {
   assert_output "$(printf '3\n1\n2\n4')"
 }
 
-@test "model --json output of explicit parameters names the profile explicit" {
+@test "model --json output of explicit parameters names the profile by its parameters" {
   need_json
   run -0 xsite --config "$TESTBED" model --profile op=1e12,b=8GB,x=1GB,steps=10,pattern=tree \
     --nodes 2 --json
   run -0 jsonq 'j.profile' '#j.results[1].rows' <<<"$output"
-  assert_output "$(printf 'explicit\n1')"
+  assert_output "$(printf 'op=1e12,b=8GB,x=1GB,steps=10,pattern=tree\n1')"
 }
 
 @test "model accepts explicit parameters with x=0" {
   run -0 xsite --config "$TESTBED" model --profile op=1e12,b=8GB,x=0 --nodes 2
-  assert_line --index 0 "profile explicit, MaxSlowdown 1.10"
+  assert_line --index 0 "profile op=1e12,b=8GB,x=0, MaxSlowdown 1.10"
 }
 
 @test "model rejects a bad explicit profile and names the field" {

@@ -61,6 +61,43 @@ setup() {
 	assert_output --regexp '^FAILED\|3:0\|beta[12]$'
 }
 
+# xsite CMD...: the built command on the head, with the testbed's copy of
+# the library and config (a clone in /tmp is not visible in the testbed)
+xsite() {
+	cp "${XSITE:-$XT_REPO/lua/bin/xsite}" "$XT_STATE/work/xsite"
+	on_head env XSITE_LUADIR="$XT_STATE/lib/lua" lua5.1 "$XT_STATE/work/xsite" \
+		--config "$XT_STATE/etc/xsite.conf" "$@"
+}
+
+@test "xsite replay runs the policy over the jobs in accounting under another MaxSlowdown" {
+	local pinned spanned
+	# the default profile (medium) pins 2 nodes; the low class may span
+	run -0 --separate-stderr on_head sbatch --parsable -N2 -o /dev/null --wrap true
+	pinned=${lines[-1]}
+	run -0 --separate-stderr on_head sbatch --parsable -N2 --comm-profile=low -o /dev/null --wrap true
+	spanned=${lines[-1]}
+	for _ in $(seq 1 300); do
+		run -0 on_head sacct -a -X -n -P -S 2000-01-01 -j "$pinned,$spanned" -o State
+		[[ $(grep -c COMPLETED <<<"$output") -eq 2 ]] && break
+		sleep 0.1
+	done
+	# under the policy in force nothing changes
+	run -0 xsite replay --since 2000-01-01
+	refute_line --regexp '^  job '
+	# under MaxSlowdown 2 the pinned job (slowdown 1.15) may span, the other stays
+	run -0 xsite replay --since 2000-01-01 --max-slowdown 2
+	printf '# %s\n' "${lines[@]}" >&3
+	assert_line --regexp "^  job $pinned: pin -> span \(slowdown 1\.[0-9]+x\)\$"
+	refute_line --regexp "^  job $spanned: "
+	run -0 xsite replay --since 2000-01-01 --max-slowdown 2 --json
+	assert_output --partial "{\"after\":\"span\",\"before\":\"pin\",\"id\":\"$pinned\","
+}
+
+@test "xsite replay refuses a bad --max-slowdown and names it" {
+	run -2 xsite replay --max-slowdown 0.5
+	assert_output 'xsite replay: --max-slowdown: must be at least 1.0'
+}
+
 @test "down stops the database with everything else" {
 	local pid
 	pid=$(cat "$XT_STATE/run/mariadb.pid")

@@ -210,7 +210,7 @@ nodes_not_drained() {
 	assert_output --partial ' profile=high '
 	run -0 --separate-stderr job srun -N2 --comm-profile=op=1e12,b=1GB,x=1MB,steps=10,pattern=tree
 	run -0 admin_comment "$(job_id)"
-	assert_output --partial ' profile=explicit '
+	assert_output --partial ' profile=op=1e12,b=1GB,x=1MB,steps=10,pattern=tree '
 }
 
 @test "--xsite-report, with and without PATH, is handed over by sbatch and salloc" {

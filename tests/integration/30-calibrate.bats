@@ -91,3 +91,8 @@ setup() {
 	run -2 xsite calibrate --nodes alpha1,alpha2
 	assert_output "xsite calibrate: --nodes: 'alpha1,alpha2' is not one node of each site, e.g. alpha1,beta1"
 }
+
+@test "xsite replay without accounting says so" {
+	run -1 xsite replay
+	assert_output --regexp '^xsite replay: sacct failed \(is accounting through slurmdbd configured\?\): '
+}

@@ -146,7 +146,7 @@ describe("xsite.policy with the user's own choice", function()
   it("accepts an explicit profile", function()
     local d = decide({ nodes = 4, profile = "op=1e12,b=1GB,x=1MB,steps=1,pattern=tree" })
     assert.are.equal("span", d.action)
-    assert.matches("profile=explicit", d.record)
+    assert.matches("profile=op=1e12,b=1GB,x=1MB,steps=1,pattern=tree ", d.record, 1, true)
   end)
 
   it("rejects a node count that is not a positive whole number", function()
@@ -164,6 +164,15 @@ describe("xsite.policy with the user's constraint", function()
     assert.are.equal("intel&[site_a|site_b]", decide({ nodes = 2, features = "intel" }).features)
     assert.are.equal("(intel|amd)&[site_a|site_b]", decide({ nodes = 2, features = "intel|amd" }).features)
     assert.are.equal("intel&site_b", decide({ nodes = 2, affinity = "b", features = "intel" }).features)
+  end)
+
+  it("puts the user's features into each site's count group of a spanning job", function()
+    local d = decide({ nodes = 4, affinity = "span", features = "fast&ib" })
+    assert.are.equal("[(fast&ib&site_a)*2&(fast&ib&site_b)*2]", d.features)
+    assert.matches("constraint=fast&ib", d.record)
+    -- an OR cannot go inside a count group: kept in front, as for the other decisions
+    assert.are.equal("(fast|ib)&[site_a*2&site_b*2]", decide({ nodes = 4, affinity = "span",
+      features = "fast|ib" }).features)
   end)
 
   it("keeps a user bracket group whole and says that no site constraint was added", function()

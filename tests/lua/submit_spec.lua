@@ -188,4 +188,23 @@ describe("xsite.submit", function()
     assert.matches("action=span why=oversize", change.admin_comment)
     assert.are.equal(0, submit.job_modify({ time_limit = 5 }, rec, s))
   end)
+
+  it("drops the constraint it added when a modification no longer pins the job", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2 })
+    submit.job_submit(j, s)
+    assert.are.equal("[site_a|site_b]", j.features)
+    local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = {} }
+    local change = { min_nodes = 5 }
+    assert.are.equal(0, submit.job_modify(change, rec, s))
+    assert.matches("action=span why=oversize", change.admin_comment)
+    -- job_submit/lua cannot clear a constraint: one every node meets replaces it
+    assert.are.equal("site_a|site_b", change.features)
+    -- a job xsite never constrained keeps its (absent) constraint
+    local plain = { admin_comment = change.admin_comment, spank_job_env = {} }
+    local change2 = { min_nodes = 6 }
+    assert.are.equal(0, submit.job_modify(change2, plain, s))
+    assert.is_nil(change2.features)
+  end)
 end)

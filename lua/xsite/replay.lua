@@ -1,0 +1,122 @@
+--- Replay: the placement policy over past jobs, under another threshold or
+-- configuration.  This is how an admin tunes MaxSlowdown: how many jobs would
+-- have been pinned or allowed to span, the node-hours spanning jobs lose to
+-- their slowdown, and the queue time of pinned jobs that spanning might
+-- have saved.  Jobs come from accounting (`sacct`), each with the record
+-- job_submit.lua wrote into its admin_comment.
+-- @module xsite.replay
+
+local policy = require("xsite.policy")
+
+local M = {}
+
+--- The sacct fields `xsite replay` asks for, in this order (AdminComment
+-- last: it may hold the delimiter).
+M.FIELDS = { "JobID", "User", "State", "NNodes", "Elapsed", "Reserved", "NodeList", "AdminComment" }
+--- The field delimiter given to sacct.
+M.DELIMITER = "\t"
+
+--- Seconds of a Slurm duration: [DD-]HH:MM:SS, MM:SS, or MM:SS.fff.
+-- @return seconds, or nil for an unknown or unlimited duration
+function M.seconds(text)
+  if type(text) ~= "string" then return nil end
+  local d, rest = text:match("^(%d+)%-(.*)$")
+  rest = rest or text
+  local h, m, s = rest:match("^(%d+):(%d+):(%d+)")
+  if not h then
+    h = "0"
+    m, s = rest:match("^(%d+):(%d+)")
+  end
+  if not m then return nil end
+  return (tonumber(d) or 0) * 86400 + tonumber(h) * 3600 + tonumber(m) * 60 + tonumber(s)
+end
+
+--- Read sacct's parsable output (fields of M.FIELDS, M.DELIMITER between).
+-- @return array of jobs { id, user, state, nodes, elapsed, reserved, nodelist, record }
+--   (record: the parsed xsite record, or nil), or nil and a message naming the line
+function M.parse_sacct(text)
+  local jobs, n = {}, 0
+  for line in (text or ""):gmatch("[^\n]+") do
+    n = n + 1
+    local f, start = {}, 1
+    for i = 1, #M.FIELDS - 1 do
+      local at = line:find(M.DELIMITER, start, true)
+      if not at then
+        return nil, string.format("sacct line %d: %d fields expected, got %d", n, #M.FIELDS, i)
+      end
+      f[i] = line:sub(start, at - 1)
+      start = at + #M.DELIMITER
+    end
+    f[#M.FIELDS] = line:sub(start)
+    local nodes = tonumber(f[4])
+    if not nodes then return nil, string.format("sacct line %d: NNodes '%s' is not a number", n, f[4]) end
+    jobs[#jobs + 1] = {
+      id = f[1], user = f[2], state = f[3], nodes = nodes,
+      elapsed = M.seconds(f[5]) or 0, reserved = M.seconds(f[6]) or 0,
+      nodelist = f[7], record = (policy.parse_record(f[8])),
+    }
+  end
+  return jobs
+end
+
+-- Why codes of decisions the model made (the others are the user's own).
+local MODEL_WHY = { within = true, slowdown = true, oversize = true, ["link-down"] = true }
+
+local function count(t, k) t[k] = (t[k] or 0) + 1 end
+
+--- Replay the policy over past jobs.
+-- @param cfg the configuration to replay under (MaxSlowdown may be overridden in opts)
+-- @param jobs from parse_sacct
+-- @param opts optional: `max_slowdown`, `spans(job)` (whether the job ran at
+--   both sites, from its node list)
+-- @return a summary: jobs, replayed, skipped (with reasons), before/after
+--   counts by action, changed (array of { id, before, after, slowdown }),
+--   node_hours_lost (by the jobs that may span after), queue_node_hours
+--   (waited by jobs pinned before that may span after: what spanning might
+--   have saved, at most)
+function M.run(cfg, jobs, opts)
+  opts = opts or {}
+  if opts.max_slowdown then
+    local copy = {}
+    for k, v in pairs(cfg) do copy[k] = v end
+    copy.policy = {}
+    for k, v in pairs(cfg.policy) do copy.policy[k] = v end
+    copy.policy.max_slowdown = opts.max_slowdown
+    cfg = copy
+  end
+  local s = { jobs = #jobs, replayed = 0, skipped = {}, before = {}, after = {}, changed = {},
+    node_hours_lost = 0, queue_node_hours = 0 }
+  for _, job in ipairs(jobs) do
+    local rec = job.record
+    if not rec then
+      count(s.skipped, "no xsite record")
+    elseif not MODEL_WHY[rec.why] then
+      count(s.skipped, "the user chose the placement (" .. tostring(rec.why) .. ")")
+    else
+      local d = policy.decide({ cfg = cfg, nodes = tonumber(rec.n) or job.nodes, profile = rec.profile,
+        features = rec.constraint })
+      if d.action == "reject" and d.why == "bad-request" then
+        count(s.skipped, "not valid under this configuration")
+      else
+        s.replayed = s.replayed + 1
+        count(s.before, rec.action)
+        count(s.after, d.action)
+        local slow = d.prediction and d.prediction.slowdown or 1
+        if rec.action ~= d.action then
+          s.changed[#s.changed + 1] = { id = job.id, before = rec.action, after = d.action, slowdown = slow }
+        end
+        if d.action == "span" then
+          local spanned = opts.spans and opts.spans(job)
+          local at_one = spanned and job.elapsed / slow or job.elapsed
+          s.node_hours_lost = s.node_hours_lost + job.nodes * at_one * (slow - 1) / 3600
+          if rec.action == "pin" then
+            s.queue_node_hours = s.queue_node_hours + job.nodes * job.reserved / 3600
+          end
+        end
+      end
+    end
+  end
+  return s
+end
+
+return M

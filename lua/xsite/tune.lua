@@ -1,0 +1,281 @@
+--- Open MPI settings for a job that spans the extender link, without preload.
+--
+-- From the link's bandwidth B (bytes/s) and one-way latency L (s) this module
+-- derives two things, both for Open MPI 4.1 (coll/tuned, btl/tcp):
+--
+-- **TCP socket buffers** (`btl_tcp_sndbuf`, `btl_tcp_rcvbuf`): one TCP stream
+-- keeps the link busy only if its window holds the bandwidth-delay product
+-- B x RTT = B x 2L.  The buffer is twice that (Linux counts its own overhead
+-- in the buffer), rounded up to a power of two, and clamped to
+-- [`MIN_BUFFER`, `MAX_BUFFER`] = [256 KiB, 64 MiB]: below 256 KiB a fixed
+-- buffer would be smaller than what Linux's autotuning already gives a local
+-- connection; above 64 MiB memory per connection (ranks x peers) gets out of
+-- hand.  The kernel caps the value at net.core.wmem_max / rmem_max: the
+-- administrator must raise those (see `kernel_caps`).
+--
+-- **A coll/tuned dynamic rules file** (`coll_tuned_use_dynamic_rules=1`,
+-- `coll_tuned_dynamic_rules_filename=PATH`) in Open MPI 4.1's classic format:
+--
+--     <number of collectives>
+--     <collective id>            (coll_base_functions.h: allgather 0,
+--                                 allreduce 2, barrier 6, bcast 7, reduce 11)
+--     <number of communicator sizes>
+--     <communicator size>        (the rule set holds from this size up to the next)
+--     <number of message sizes>
+--     <message size> <algorithm> <fan in/out> <segment size>   (first size 0)
+--
+-- Message sizes are in bytes as coll/tuned computes them: count x type size,
+-- and for allgather count x type size x communicator size.  The algorithms
+-- assume ranks placed site by site (xsite-run's order), half of a
+-- communicator of size c at each site, and avoid every ring, whose c-1 steps
+-- each pay L:
+--
+-- - barrier: recursive doubling (3): one of its log2 c rounds crosses.
+-- - bcast: binomial tree (6): the root's first child is at the other site,
+--   one crossing; messages from `SEGMENT_FROM` up are pipelined in
+--   `SEGMENT` pieces.
+-- - reduce: binomial tree (5, in-order tree: non-commutative ops stay right),
+--   segmented like bcast.
+-- - allreduce: recursive doubling (3), one crossing step; from
+--   n = L x b / (log2(c/2) - 1) bytes (b the node's network bandwidth, c >= 8)
+--   Rabenseifner's reduce-scatter + allgather (6), which moves the same bytes
+--   across the link in two crossings but far fewer inside each site.
+-- - allgather (N bytes in all): recursive doubling (3) crosses once but sends
+--   c N / 4 bytes each way; from N = L x B / (c/4 - 3/2) (c >= 8) the linear
+--   algorithm (1), a gather to rank 0 and a broadcast (the binomial tree
+--   above), crossing twice with 3N/2 bytes in all; never below
+--   `ALLGATHER_LINEAR_FLOOR`.
+--
+-- Nothing here raises on bad input: `nil, message`.
+-- @module xsite.tune
+
+local M = {}
+
+--- Smallest and largest TCP buffer set (bytes).
+M.MIN_BUFFER = 256 * 1024
+M.MAX_BUFFER = 64 * 1024 * 1024
+
+--- Broadcast and reduce messages from this size (bytes) are cut into
+-- segments of `SEGMENT` bytes.
+M.SEGMENT_FROM = 512 * 1024
+M.SEGMENT = 128 * 1024
+
+--- Allgather never switches to gather + broadcast below this many bytes (in
+-- all): there the extra site-local steps cost more than the link saves.
+M.ALLGATHER_LINEAR_FLOOR = 64 * 1024
+
+--- Communicator sizes with a rule set: 2, 4, ... `MAX_COMM`.
+M.MAX_COMM = 4096
+
+--- The node's network bandwidth when the caller gives none (bytes/s).
+M.DEFAULT_LOCAL_BANDWIDTH = 10e9
+
+--- Open MPI 4.1's collective ids (ompi/mca/coll/base/coll_base_functions.h).
+M.COLL_ID = { allgather = 0, allreduce = 2, barrier = 6, bcast = 7, reduce = 11 }
+
+--- Open MPI 4.1 coll/tuned algorithm numbers (coll_tuned_<coll>_algorithm).
+M.ALG = {
+  allgather = { linear = 1, bruck = 2, recursive_doubling = 3, ring = 4, neighbor = 5, two_proc = 6 },
+  allreduce = { basic_linear = 1, nonoverlapping = 2, recursive_doubling = 3, ring = 4,
+    segmented_ring = 5, rabenseifner = 6 },
+  barrier = { linear = 1, double_ring = 2, recursive_doubling = 3, bruck = 4, two_proc = 5, tree = 6 },
+  bcast = { basic_linear = 1, chain = 2, pipeline = 3, split_binary_tree = 4, binary_tree = 5,
+    binomial = 6, knomial = 7, scatter_allgather = 8, scatter_allgather_ring = 9 },
+  reduce = { linear = 1, chain = 2, pipeline = 3, binary = 4, binomial = 5, in_order_binary = 6,
+    rabenseifner = 7 },
+}
+
+local ORDER = { "allgather", "allreduce", "barrier", "bcast", "reduce" }
+
+local function positive(v)
+  return type(v) == "number" and v > 0 and v == v and v ~= math.huge
+end
+
+local function pow2_at_least(x)
+  local p = 1
+  while p < x do p = p * 2 end
+  return p
+end
+
+local function log2(x) return math.log(x) / math.log(2) end
+
+--- TCP buffer size for a link.
+-- @param bandwidth bytes/s
+-- @param latency one-way, seconds
+-- @return bytes (a power of two within the bounds)
+function M.tcp_buffer(bandwidth, latency)
+  local want = 2 * bandwidth * 2 * latency
+  local b = pow2_at_least(math.max(want, 1))
+  if b < M.MIN_BUFFER then b = M.MIN_BUFFER end
+  if b > M.MAX_BUFFER then b = M.MAX_BUFFER end
+  return b
+end
+
+-- The rules of one collective for communicators of size c: array of
+-- { size, alg, faninout, segsize }, first size 0, consecutive equal rules merged.
+local function rules_for(coll, c, link, local_bw)
+  local A = M.ALG[coll]
+  local r
+  if coll == "barrier" then
+    r = { { 0, A.recursive_doubling, 0, 0 } }
+  elseif coll == "bcast" or coll == "reduce" then
+    r = { { 0, A.binomial, 0, 0 }, { M.SEGMENT_FROM, A.binomial, 0, M.SEGMENT } }
+  elseif coll == "allreduce" then
+    r = { { 0, A.recursive_doubling, 0, 0 } }
+    local steps = log2(c / 2) - 1
+    if c >= 8 and steps > 0 then
+      r[2] = { math.ceil(link.latency * local_bw / steps), A.rabenseifner, 0, 0 }
+    end
+  elseif coll == "allgather" then
+    r = { { 0, A.recursive_doubling, 0, 0 } }
+    local f = c / 4 - 1.5
+    if c >= 8 and f > 0 then
+      r[2] = { math.max(M.ALLGATHER_LINEAR_FLOOR, math.ceil(link.latency * link.bandwidth / f)), A.linear, 0, 0 }
+    end
+  end
+  return r
+end
+
+--- The tuning for a link.
+-- @param link { bandwidth = bytes/s, latency = one-way seconds }
+-- @param opts optional { local_bandwidth = bytes/s (the nodes' network),
+--   max_comm = largest communicator size with its own rule set }
+-- @return { sndbuf, rcvbuf, link, local_bandwidth, rules = { [coll] =
+--   array of { comm = c, rules = array of { size, alg, faninout, segsize } } } },
+--   or nil and a message
+function M.plan(link, opts)
+  opts = opts or {}
+  if type(link) ~= "table" then return nil, "no link" end
+  if not positive(link.bandwidth) then return nil, "link bandwidth: not a positive number" end
+  if not positive(link.latency) then return nil, "link latency: not a positive number" end
+  local local_bw = opts.local_bandwidth or M.DEFAULT_LOCAL_BANDWIDTH
+  if not positive(local_bw) then return nil, "local bandwidth: not a positive number" end
+  local max_comm = opts.max_comm or M.MAX_COMM
+  if type(max_comm) ~= "number" or max_comm < 2 then return nil, "max_comm: less than 2" end
+  local buf = M.tcp_buffer(link.bandwidth, link.latency)
+  local p = { sndbuf = buf, rcvbuf = buf, link = link, local_bandwidth = local_bw, rules = {} }
+  for _, coll in ipairs(ORDER) do
+    local sets = {}
+    local c = 2
+    while c <= max_comm do
+      sets[#sets + 1] = { comm = c, rules = rules_for(coll, c, link, local_bw) }
+      c = c * 2
+    end
+    p.rules[coll] = sets
+  end
+  return p
+end
+
+local function name_of(coll, alg)
+  for k, v in pairs(M.ALG[coll]) do
+    if v == alg then return k end
+  end
+  return "?"
+end
+
+--- The rules file of a plan (Open MPI 4.1 classic format, with comments).
+-- @return string
+function M.rules_text(p)
+  local out = {}
+  local function w(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+  w("# Open MPI coll/tuned dynamic rules from xsite tune-mpi (xsite.tune)")
+  w("# link: %.0f bytes/s, one-way latency %.6f s; node network %.0f bytes/s",
+    p.link.bandwidth, p.link.latency, p.local_bandwidth)
+  w("# ranks assumed site by site; no ring algorithm crosses the link")
+  w("%d # collectives", #ORDER)
+  for _, coll in ipairs(ORDER) do
+    local sets = p.rules[coll]
+    w("%d # %s", M.COLL_ID[coll], coll)
+    w("%d # communicator sizes", #sets)
+    for _, s in ipairs(sets) do
+      w("%d # communicator size", s.comm)
+      w("%d # message sizes", #s.rules)
+      for _, r in ipairs(s.rules) do
+        w("%d %d %d %d # %s", r[1], r[2], r[3], r[4], name_of(coll, r[2]))
+      end
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- The environment for a plan: array of { name, value }.
+-- @param p a plan
+-- @param rules_path where the rules file is (nil: no rules, buffers only)
+function M.env(p, rules_path)
+  local e = {
+    { "OMPI_MCA_btl_tcp_sndbuf", tostring(p.sndbuf) },
+    { "OMPI_MCA_btl_tcp_rcvbuf", tostring(p.rcvbuf) },
+  }
+  if rules_path then
+    e[#e + 1] = { "OMPI_MCA_coll_tuned_use_dynamic_rules", "1" }
+    e[#e + 1] = { "OMPI_MCA_coll_tuned_dynamic_rules_filename", rules_path }
+  end
+  return e
+end
+
+local function shell_quote(s)
+  if s:match("^[%w%._/:,+=@%-]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+--- Format an environment: "env" gives NAME=VALUE lines, "shell" export lines.
+-- @return string, or nil and a message
+function M.format(e, format)
+  local out = {}
+  for _, kv in ipairs(e) do
+    if format == "env" then
+      out[#out + 1] = kv[1] .. "=" .. kv[2]
+    elseif format == "shell" then
+      out[#out + 1] = "export " .. kv[1] .. "=" .. shell_quote(kv[2])
+    else
+      return nil, string.format("'%s' is not env or shell", tostring(format))
+    end
+  end
+  return table.concat(out, "\n") .. (#out > 0 and "\n" or "")
+end
+
+--- Write a file whole: into a fresh temporary file (os.tmpname: mkstemp in
+-- /tmp), then renamed over path, so that a reader never sees half a file and
+-- a symlink at path is replaced, not followed.  When path is on another file
+-- system than /tmp, the file is written in place.
+-- @return true, or nil and a message
+function M.write_file(path, text)
+  local tmp = os.tmpname()
+  local f, e = io.open(tmp, "w")
+  if not f then return nil, e end
+  local ok, werr = f:write(text)
+  f:close()
+  if not ok then
+    os.remove(tmp)
+    return nil, tmp .. ": " .. tostring(werr)
+  end
+  local r, rerr = os.rename(tmp, path)
+  if r then return true end
+  os.remove(tmp)
+  -- only across file systems (EXDEV), write in place: path's directory is
+  -- then not /tmp, and the caller's own
+  if not tostring(rerr):find("cross%-device") then return nil, rerr end
+  f, e = io.open(path, "w")
+  if not f then return nil, rerr .. "; " .. e end
+  ok, werr = f:write(text)
+  f:close()
+  if not ok then return nil, path .. ": " .. tostring(werr) end
+  return true
+end
+
+--- What the kernel caps a socket buffer at: net.core.wmem_max and rmem_max.
+-- @param root optional directory standing for /proc/sys (for tests)
+-- @return wmem_max, rmem_max (nil when unreadable)
+function M.kernel_caps(root)
+  root = root or "/proc/sys"
+  local function read(name)
+    local f = io.open(root .. "/net/core/" .. name)
+    if not f then return nil end
+    local v = tonumber((f:read("*l") or ""):match("%d+"))
+    f:close()
+    return v
+  end
+  return read("wmem_max"), read("rmem_max")
+end
+
+return M

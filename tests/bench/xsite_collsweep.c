@@ -1,0 +1,88 @@
+/*
+ * xsite_collsweep: time per call of allreduce, bcast, reduce, barrier and
+ * allgather over message sizes, for tests/bench/coll.
+ *
+ *   xsite_collsweep [-n ITERS] [-s SIZE,SIZE,...]
+ *
+ * Prints from rank 0, one line per case:
+ *   coll=allreduce bytes=8 iters=20 us=1234.5
+ * bytes: the data of one rank (allgather: the whole result; barrier: 0);
+ * us: the slowest rank's mean time per call, each call after an untimed
+ * barrier.  Large messages run fewer iterations (at least 2).  It prints
+ * figures; it asserts nothing.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, NCOLL };
+static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather" };
+
+int main(int argc, char **argv)
+{
+	long sizes[32] = { 8, 512, 32768, 262144, 1048576, 4194304 }, max = 0;
+	int nsizes = 6, iters = 10, opt, rank, size, c, s, i;
+	char *a, *b, *tok;
+
+	while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+		if (opt == 'n')
+			iters = atoi(optarg);
+		else if (opt == 's')
+			for (nsizes = 0, tok = strtok(optarg, ","); tok && nsizes < 32;
+			     tok = strtok(NULL, ","))
+				sizes[nsizes++] = atol(tok);
+	}
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	for (s = 0; s < nsizes; s++)
+		max = sizes[s] > max ? sizes[s] : max;
+	a = calloc(1, max + 64);
+	b = calloc(1, max * (size_t)size + 64);
+	for (c = 0; c < NCOLL; c++)
+		for (s = 0; s < nsizes; s++) {
+			long bytes = sizes[s], n = bytes / 8 ? bytes / 8 : 1, blk = n / size ? n / size : 1;
+			int it = bytes >= 1048576 ? 2 + iters / 5 : bytes >= 65536 ? 2 + iters / 2 : iters;
+			double t = 0, t0, tmax;
+
+			if (c == BARRIER && s > 0)
+				break;
+			for (i = 0; i <= it; i++) {
+				MPI_Barrier(MPI_COMM_WORLD);
+				t0 = MPI_Wtime();
+				switch (c) {
+				case ALLREDUCE:
+					MPI_Allreduce(a, b, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+					break;
+				case BCAST:
+					MPI_Bcast(a, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+					break;
+				case REDUCE:
+					MPI_Reduce(a, b, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+					break;
+				case BARRIER:
+					MPI_Barrier(MPI_COMM_WORLD);
+					break;
+				case ALLGATHER: /* bytes: the whole result */
+					MPI_Allgather(a, (int)blk, MPI_DOUBLE, b, (int)blk, MPI_DOUBLE,
+						      MPI_COMM_WORLD);
+					break;
+				}
+				if (i > 0) /* the first call is a warm-up */
+					t += MPI_Wtime() - t0;
+			}
+			t = t / it * 1e6;
+			MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+			if (rank == 0) {
+				printf("coll=%s bytes=%ld iters=%d us=%.1f\n", names[c],
+				       c == BARRIER ? 0 : c == ALLGATHER ? blk * size * 8 : n * 8, it, tmax);
+				fflush(stdout);
+			}
+		}
+	free(a);
+	free(b);
+	MPI_Finalize();
+	return 0;
+}

@@ -1,0 +1,213 @@
+#!/usr/bin/env bats
+# shellcheck shell=bash disable=SC2016,SC2154
+# (SC2016: the quoted $... expand in the job; SC2154: bats sets $stderr)
+# xsite-run on the two-site testbed: inside an allocation of both sites'
+# nodes it places the ranks site by site (each rank reports its rank and
+# host; checked against the site map) with srun and with mpirun (rankfile),
+# moves ranks by a recorded traffic matrix (--comm-graph), prints the map
+# with --verbose, and exports the Open MPI settings for the link to a
+# spanning job only (and the coll/tuned rules file is really read: the
+# algorithms that ran, seen through tests/mpi/colltrace.c).  Also the SPANK
+# plugin's tune_mpi=yes.
+#
+# The head runs the client: xsite is the build's lua/bin/xsite ($XSITE) with
+# XSITE_LUADIR at the testbed's copy of lua/ ($XT_STATE/lib/lua); programs
+# and records live in $XT_STATE/work (the nodes have their own /tmp).
+
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	load helpers
+	xt_init xrun
+	xt_advise_config
+	xt_up
+	local w=$XT_STATE/work/xrun
+	mkdir -p "$w"
+	make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$w" "$w/libxsite.so" >&3 2>&1
+	if [[ -n ${XSITE_LIBXSITE:-} ]]; then
+		cp "$XSITE_LIBXSITE" "$w/libxsite.so"
+	fi
+	mpicc -O2 -o "$w/pairs" "$XT_REPO/tests/mpi/pairs.c"
+	gcc -shared -fPIC -O2 -o "$w/colltrace.so" "$XT_REPO/tests/mpi/colltrace.c" -ldl
+	cat >"$w/collprog.c" <<'C'
+#include <mpi.h>
+#include <stdlib.h>
+int main(int c, char **v)
+{
+	int n = c > 1 ? atoi(v[1]) : 1;
+	double *x = calloc(n * 8, 8), *y = calloc(n * 8, 8);
+	MPI_Init(&c, &v);
+	MPI_Allreduce(x, y, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	MPI_Bcast(x, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	MPI_Reduce(x, y, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Allgather(x, n, MPI_DOUBLE, y, n, MPI_DOUBLE, MPI_COMM_WORLD);
+	MPI_Finalize();
+	return 0;
+}
+C
+	mpicc -O2 -o "$w/collprog" "$w/collprog.c"
+	cp "$XT_REPO/tests/mpi/site-from-hostname" "$w/"
+	local xsite=${XSITE:-}
+	if [[ -z $xsite ]]; then
+		xsite=$w/xsite
+		sed -e "s|@LUA@|$(command -v lua5.1)|" -e "s|@luadir@|$XT_STATE/lib/lua|" \
+			"$XT_REPO/lua/bin/xsite.in" >"$xsite"
+		chmod +x "$xsite"
+	fi
+	export XT_XSITE=$xsite
+}
+
+teardown_file() {
+	load helpers
+	xt_down
+}
+
+setup() {
+	load helpers
+	load_libs
+	W=$XT_STATE/work/xrun
+}
+
+# in_alloc NODES CMD...: CMD on the head inside an allocation of NODES, two
+# tasks a node, with xsite and xsite-run set up as a user would
+in_alloc() {
+	local nodes=$1
+	shift
+	on_head env XSITE="$XT_XSITE" XSITE_LUADIR="$XT_STATE/lib/lua" XSITE_CONF="$XT_STATE/etc/xsite.conf" \
+		salloc -Q -w "$nodes" -N "$(tr ',' '\n' <<<"$nodes" | wc -l)" --ntasks-per-node=2 -t 3 "$@"
+}
+
+# check_site_major OUTPUT: "rank R host H" lines of 8 ranks: 0-3 at alpha, 4-7 at beta
+check_site_major() {
+	local lines
+	lines=$(grep -E '^rank [0-9]+ host ' <<<"$1" | sort -k2,2n | awk '{ print $2, substr($4, 1, 4) }' | tr '\n' ';')
+	assert_equal "$lines" "0 alph;1 alph;2 alph;3 alph;4 beta;5 beta;6 beta;7 beta;"
+}
+
+@test "the link is the emulated one (RTT through the delay line)" {
+	run -0 tb link check
+}
+
+@test "srun: nodes asked in a mixed order, ranks placed site by site" {
+	run -0 --separate-stderr in_alloc beta1,alpha2,beta2,alpha1 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --verbose "$W/pairs" -b 1024 -i 1
+	printf '%s\n' "$output" | sort -k2,2n | tap_note
+	check_site_major "$output"
+	[[ $stderr == *'xsite-run: rank 0 -> alpha1 (site alpha)'* ]]
+	[[ $stderr == *'xsite-run: rank 7 -> beta2 (site beta)'* ]]
+}
+
+@test "srun: the node list of the job in a mixed order still gives site-major ranks" {
+	# the order xsite map reads (SLURM_JOB_NODELIST) mixes the sites; srun
+	# follows the hostfile xsite-run writes from it
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		env SLURM_JOB_NODELIST=beta1,alpha2,beta2,alpha1 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --verbose "$W/pairs" -b 1024 -i 1
+	check_site_major "$output"
+	[[ $stderr == *'xsite-run: rank 0 -> alpha2 (site alpha)'* ]]
+	[[ $stderr == *'xsite-run: rank 4 -> beta1 (site beta)'* ]]
+	run -0 bash -c "grep -E '^rank [0-9]+ host ' <<<'$output' | sort -k2,2n | awk '{ print \$4 }' | tr '\n' ' '"
+	assert_output 'alpha2 alpha2 alpha1 alpha1 beta1 beta1 beta2 beta2 '
+}
+
+@test "mpirun: a rankfile with hwloc's cores, ranks placed site by site and bound" {
+	run -0 --separate-stderr in_alloc beta1,alpha2,beta2,alpha1 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --launcher mpirun --verbose "$W/pairs" -b 1024 -i 1
+	printf '%s\n' "$stderr" | grep -E 'xsite-run: (rank|node)|bound' | head -n 14 | tap_note
+	check_site_major "$output"
+	[[ $stderr == *'xsite-run: node alpha1: 2 cores, 1 NUMA node(s) (hwloc)'* ]]
+	[[ $stderr == *'xsite-run: rank 1 -> alpha1 (site alpha) core 1'* ]]
+	# Open MPI's binding report (--report-bindings): rank 1 on core 1
+	[[ $stderr =~ MCW\ rank\ 1\ bound\ to\ socket\ [0-9]+\[core\ 1 ]]
+}
+
+@test "--comm-graph: a recorded pairwise run moves partners to one site, as predicted" {
+	local rec1=$W/pairs-site-major.json rec2=$W/pairs-graph.json
+	rm -f "$rec1" "$rec2"
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" "$W/site-from-hostname" \
+		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec1" "$W/pairs" -b 1000000 -i 2
+	check_site_major "$output"
+	local before
+	before=$(jq '.cross.bytes' "$rec1")
+	printf '# site-major order: %s bytes across\n' "$before" >&3
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --verbose --comm-graph "$rec1" "$W/site-from-hostname" \
+		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec2" "$W/pairs" -b 1000000 -i 2
+	printf '%s\n' "$stderr" | grep 'predicted' | tap_note
+	[[ $stderr =~ predicted\ bytes\ across\ the\ link:\ ([^(]*)\ \(site-major\ order:\ ([^)]*)\) ]]
+	# each rank R and its partner R+4 at one site
+	local r h1 h2
+	for r in 0 1 2 3; do
+		h1=$(sed -nE "s/^rank $r host (.*)$/\1/p" <<<"$output")
+		h2=$(sed -nE "s/^rank $((r + 4)) host (.*)$/\1/p" <<<"$output")
+		[[ ${h1:0:4} == "${h2:0:4}" ]]
+	done
+	local after
+	after=$(jq '.cross.bytes' "$rec2")
+	printf '# --comm-graph order: %s bytes across (was %s)\n' "$after" "$before" >&3
+	# the partners' 2 x 2 x 1 MB each no longer cross: only ring traffic does
+	((before >= 16000000 && after < 1000))
+}
+
+@test "a spanning job gets the link settings and the rules file on every node; a one-site job none" {
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --verbose \
+		sh -c 'printf "%s %s %s %s\n" "$SLURM_PROCID" "$(hostname)" "${OMPI_MCA_btl_tcp_sndbuf:-none}" \
+			"$(test -r "$OMPI_MCA_coll_tuned_dynamic_rules_filename" && echo rules || echo norules)"'
+	printf '%s\n' "$stderr" | grep -A4 'spans' | tap_note
+	assert_equal "$(awk '{ print $3, $4 }' <<<"$output" | sort -u)" "524288 rules"
+	assert_equal "$(wc -l <<<"$output")" 8
+	[[ $stderr == *'xsite-run:   OMPI_MCA_coll_tuned_use_dynamic_rules=1'* ]]
+	run -0 --separate-stderr in_alloc alpha1,alpha2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --verbose sh -c 'env | grep -c "^OMPI_MCA_coll_tuned\|^OMPI_MCA_btl_tcp_.*buf" || true'
+	assert_equal "$(sort -u <<<"$output")" 0
+	[[ $stderr == *'job at one site: no Open MPI settings for the link'* ]]
+}
+
+@test "Open MPI reads the rules file: the tuned algorithms that run change to the rules' choices" {
+	# without xsite-run's settings (--no-tune): Open MPI 4.1's fixed decisions
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" --no-tune env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 1
+	local plain
+	plain=$(grep -o 'colltrace: [a-z_]*' <<<"$stderr" | sort -u | tr '\n' ';')
+	printf '# fixed rules: %s\n' "$plain" >&3
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 1
+	local tuned
+	tuned=$(grep -o 'colltrace: [a-z_]*' <<<"$stderr" | sort -u | tr '\n' ';')
+	printf '# xsite rules: %s\n' "$tuned" >&3
+	[[ $plain != "$tuned" ]]
+	assert_equal "$tuned" "colltrace: allgather_intra_recursivedoubling;colltrace: allreduce_intra_recursivedoubling;colltrace: barrier_intra_recursivedoubling;colltrace: bcast_intra_binomial;colltrace: reduce_intra_binomial;"
+	# 4 MiB allgather in all (64 KiB a rank): gather + broadcast, no ring
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+		"$XT_REPO/mpi-wrappers/xsite-run" env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 65536
+	[[ $stderr == *'colltrace: allgather_intra_basic_linear'* ]]
+	[[ $stderr != *'_ring'* ]]
+}
+
+@test "the SPANK plugin with tune_mpi=yes: settings and rules file for a spanning step only" {
+	local line
+	line=$(cat "$XT_STATE/etc/plugstack.conf.d/xsite.conf") || skip "the SPANK plugin is not built"
+	[[ $line == required* ]] || skip "the SPANK plugin is not built"
+	printf '%s tune_mpi=yes\n' "$line" >"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	run -0 --separate-stderr on_head srun -N4 -n4 -w alpha1,alpha2,beta1,beta2 -t 1 \
+		sh -c 'printf "%s %s %s\n" "$(hostname)" "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-none}" \
+			"$(head -n 1 "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-/none}" 2>/dev/null | cut -c1-35)"'
+	local span=$output one
+	run -0 --separate-stderr on_head srun -N2 -n2 -w alpha1,alpha2 -t 1 \
+		sh -c 'printf "%s %s\n" "$(hostname)" "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-none}"'
+	one=$output
+	printf '%s\n' "$line" >"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	run -0 --separate-stderr on_head srun -N4 -n4 -w alpha1,alpha2,beta1,beta2 -t 1 \
+		sh -c 'printf "%s %s %s\n" "$(hostname)" "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-none}" \
+			"$(head -n 1 "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-/none}" 2>/dev/null | cut -c1-35)"'
+	local off=$output
+	printf '%s\n' "$span" "$one" "$off" | tap_note
+	assert_equal "$(wc -l <<<"$span")" 4
+	assert_equal "$(awk '{ sub(/[0-9]+$/, "N", $2); print $2, $3, $4, $5, $6, $7, $8 }' <<<"$span" | sort -u)" \
+		"/tmp/xsite-coll-rules.N # Open MPI coll/tuned dynamic rules"
+	assert_equal "$(awk '{ print $2 }' <<<"$one" | sort -u)" none
+	assert_equal "$(awk '{ print $2 }' <<<"$off" | sort -u)" none
+}

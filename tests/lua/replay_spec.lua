@@ -1,0 +1,75 @@
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local replay = require("xsite.replay")
+local policy = require("xsite.policy")
+
+-- Two sites of 3 nodes; `chatty` spans at a slowdown above 1.10, `quiet` below.
+local function cfg()
+  return h.two_sites(3, 3, table.concat({
+    "ProfileName=quiet Ops=1e12 Bytes=1GB Exchange=1MB Steps=10 Pattern=tree",
+    "ProfileName=chatty Ops=1e10 Bytes=1GB Exchange=10GB Steps=10000 Pattern=halo3d",
+  }, "\n"))
+end
+
+local function line(id, nodes, elapsed, reserved, nodelist, comment)
+  return table.concat({ id, "alice", "COMPLETED", nodes, elapsed, reserved, nodelist, comment }, "\t")
+end
+
+-- The record the policy itself writes for a job.
+local function record(c, req)
+  req.cfg = c
+  return policy.decide(req).record
+end
+
+describe("xsite.replay", function()
+  it("reads Slurm durations", function()
+    assert.are.equal(3723, replay.seconds("01:02:03"))
+    assert.are.equal(86400 + 3600, replay.seconds("1-01:00:00"))
+    assert.are.equal(65, replay.seconds("01:05"))
+    assert.is_nil(replay.seconds("UNLIMITED"))
+  end)
+
+  it("reads sacct's lines, the record from the admin comment even with the delimiter in it", function()
+    local c = cfg()
+    local rec = record(c, { nodes = 2, profile = "chatty" })
+    local jobs = assert(replay.parse_sacct(line("7", "2", "00:10:00", "00:01:00", "a[1-2]", "keep; " .. rec) ..
+      "\n" .. line("8", "1", "00:00:05", "00:00:00", "b1", "") .. "\n"))
+    assert.are.equal(2, #jobs)
+    assert.are.equal(600, jobs[1].elapsed)
+    assert.are.equal("pin", jobs[1].record.action)
+    assert.is_nil(jobs[2].record)
+    local none, err = replay.parse_sacct("7\talice\tCOMPLETED\n")
+    assert.is_nil(none)
+    assert.matches("sacct line 1: 8 fields expected", err)
+  end)
+
+  it("tells what another MaxSlowdown changes, and what it costs and saves", function()
+    local c = cfg()
+    local pinned = record(c, { nodes = 2, profile = "chatty" })
+    local spanned = record(c, { nodes = 2, profile = "quiet" })
+    local user = record(c, { nodes = 2, profile = "chatty", affinity = "a" })
+    local jobs = assert(replay.parse_sacct(table.concat({
+      line("1", "2", "01:00:00", "02:00:00", "a[1-2]", pinned),
+      line("2", "2", "01:00:00", "00:00:00", "a1,b1", spanned),
+      line("3", "2", "01:00:00", "00:00:00", "a[1-2]", user),
+      line("4", "2", "01:00:00", "00:00:00", "a[1-2]", ""),
+    }, "\n")))
+    local same = replay.run(c, jobs)
+    assert.are.equal(2, same.replayed)
+    assert.are.same({}, same.changed)
+
+    local loose = replay.run(c, jobs, { max_slowdown = 100, spans = function(j) return j.nodelist == "a1,b1" end })
+    assert.are.equal(1, #loose.changed)
+    assert.are.same({ "1", "pin", "span" }, { loose.changed[1].id, loose.changed[1].before, loose.changed[1].after })
+    assert.are.same({ span = 2 }, loose.after)
+    assert.are.equal(1, loose.skipped["the user chose the placement (user-site)"])
+    assert.are.equal(1, loose.skipped["no xsite record"])
+    -- job 1 waited 2 h on 2 nodes pinned: at most 4 node-hours saved
+    assert.are.equal(4, loose.queue_node_hours)
+    -- job 1 ran 1 h at one site and would lose (slowdown - 1) of it on 2 nodes;
+    -- job 2 ran 1 h across, so 1/slowdown of it at one site
+    local s1 = policy.decide({ cfg = c, nodes = 2, profile = "chatty" }).prediction.slowdown
+    local s2 = policy.decide({ cfg = c, nodes = 2, profile = "quiet" }).prediction.slowdown
+    local want = 2 * 1 * (s1 - 1) + 2 * (1 / s2) * (s2 - 1)
+    assert.is_true(math.abs(loose.node_hours_lost - want) < 1e-9)
+  end)
+end)

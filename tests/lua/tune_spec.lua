@@ -1,0 +1,216 @@
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local tune = require("xsite.tune")
+local cli = require("xsite.cli")
+
+-- Parse a rules file the way Open MPI 4.1 does (ompi_coll_base_file_getnext_long:
+-- numbers, '#' to the end of the line) into { [coll id] = array of
+-- { comm, rules = array of { size, alg, faninout, segsize } } }.
+local function parse_rules(text)
+  local nums = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    line = line:gsub("#.*$", "")
+    for n in line:gmatch("%S+") do
+      assert(n:match("^%d+$"), "not a decimal number: " .. n)
+      nums[#nums + 1] = tonumber(n)
+    end
+  end
+  local i = 0
+  local function nxt()
+    i = i + 1
+    return (assert(nums[i], "rules file ends early"))
+  end
+  local out = {}
+  for _ = 1, nxt() do
+    local id = nxt()
+    local sets = {}
+    for _ = 1, nxt() do
+      local s = { comm = nxt(), rules = {} }
+      for _ = 1, nxt() do s.rules[#s.rules + 1] = { nxt(), nxt(), nxt(), nxt() } end
+      sets[#sets + 1] = s
+    end
+    out[id] = sets
+  end
+  assert(i == #nums, "trailing numbers in the rules file")
+  return out
+end
+
+-- The rule of a collective for a communicator size and message size, looked
+-- up as coll/tuned does (last communicator size <= c, last message size <= n).
+local function lookup(rules, id, c, n)
+  local set = rules[id][1]
+  for _, s in ipairs(rules[id]) do
+    if s.comm <= c then set = s end
+  end
+  local r = set.rules[1]
+  for _, x in ipairs(set.rules) do
+    if x[1] <= n then r = x end
+  end
+  return r
+end
+
+local GBIT = 125e6
+
+describe("xsite.tune", function()
+  it("sizes TCP buffers from the bandwidth-delay product, within bounds", function()
+    -- 1 Gb/s x 2 ms RTT = 250 kB, doubled and rounded up: 512 KiB
+    assert.are.equal(512 * 1024, tune.tcp_buffer(GBIT, 1e-3))
+    -- 1 Gb/s x 10 ms = 1.25 MB -> 2.5 MB -> 4 MiB
+    assert.are.equal(4 * 1024 * 1024, tune.tcp_buffer(GBIT, 5e-3))
+    -- a short link: never below 256 KiB
+    assert.are.equal(tune.MIN_BUFFER, tune.tcp_buffer(930e6, 1e-6))
+    -- 5 GB/s x 18 ms = 90 MB: clamped to 64 MiB
+    assert.are.equal(tune.MAX_BUFFER, tune.tcp_buffer(5e9, 9e-3))
+  end)
+
+  it("refuses a link without a positive bandwidth or latency", function()
+    assert.is_nil((tune.plan({ bandwidth = 0, latency = 1e-3 })))
+    local p, e = tune.plan({ bandwidth = GBIT, latency = -1 })
+    assert.is_nil(p)
+    assert.matches("latency", e)
+    assert.is_nil((tune.plan({ bandwidth = 0 / 0, latency = 1e-3 })))
+    assert.is_nil((tune.plan(nil)))
+    assert.is_nil((tune.plan({ bandwidth = GBIT, latency = 1e-3 }, { local_bandwidth = -2 })))
+  end)
+
+  it("writes a rules file in Open MPI 4.1's format with the right collective ids", function()
+    local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }, { local_bandwidth = 2e9 }))
+    local r = parse_rules(tune.rules_text(p))
+    for _, id in ipairs({ 0, 2, 6, 7, 11 }) do
+      assert.is_table(r[id], "collective " .. id)
+      for _, s in ipairs(r[id]) do
+        assert.are.equal(0, s.rules[1][1], "first message size is 0")
+        for k = 2, #s.rules do assert.is_true(s.rules[k][1] > s.rules[k - 1][1]) end
+      end
+    end
+    assert.are.equal(2, r[0][1].comm)
+    assert.are.equal(tune.MAX_COMM, r[0][#r[0]].comm)
+  end)
+
+  it("never chooses a ring and picks the algorithms of the design by size", function()
+    local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }, { local_bandwidth = 2e9 }))
+    local r = parse_rules(tune.rules_text(p))
+    local rings = { [0] = { 4, 5 }, [2] = { 4, 5 }, [6] = { 2 }, [7] = { 2, 3, 9 }, [11] = { 2, 3 } }
+    for id, bad in pairs(rings) do
+      for _, s in ipairs(r[id]) do
+        for _, x in ipairs(s.rules) do
+          for _, b in ipairs(bad) do assert.are_not.equal(b, x[2]) end
+        end
+      end
+    end
+    -- 8 ranks (4 per site): allreduce recursive doubling up to L x b = 2 MB, then Rabenseifner
+    assert.are.same({ 0, 3, 0, 0 }, lookup(r, 2, 8, 8))
+    assert.are.equal(3, lookup(r, 2, 8, 1999999)[2])
+    assert.are.equal(6, lookup(r, 2, 8, 4 * 1024 * 1024)[2])
+    -- 4 ranks: recursive doubling at every size
+    assert.are.equal(3, lookup(r, 2, 4, 64 * 1024 * 1024)[2])
+    -- bcast and reduce: binomial, segmented from 512 KiB
+    assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 8, 8))
+    assert.are.same({ tune.SEGMENT_FROM, 6, 0, tune.SEGMENT }, lookup(r, 7, 8, 4 * 1024 * 1024))
+    assert.are.same({ 0, 5, 0, 0 }, lookup(r, 11, 8, 100))
+    assert.are.equal(tune.SEGMENT, lookup(r, 11, 16, 1024 * 1024)[4])
+    -- barrier: recursive doubling
+    assert.are.equal(3, lookup(r, 6, 8, 0)[2])
+    -- allgather, 8 ranks: recursive doubling up to L x B / (8/4 - 1.5) = 250 kB in all, then linear
+    assert.are.equal(3, lookup(r, 0, 8, 249999)[2])
+    assert.are.equal(1, lookup(r, 0, 8, 250000)[2])
+    -- 9 ranks use the rule set of 8
+    assert.are.equal(1, lookup(r, 0, 9, 250000)[2])
+  end)
+
+  it("moves the allreduce threshold with the link latency", function()
+    local r1 = parse_rules(tune.rules_text(tune.plan({ bandwidth = GBIT, latency = 1e-3 }, { local_bandwidth = 2e9 })))
+    local r5 = parse_rules(tune.rules_text(tune.plan({ bandwidth = GBIT, latency = 5e-3 }, { local_bandwidth = 2e9 })))
+    assert.are.equal(3, lookup(r5, 2, 8, 4 * 1024 * 1024)[2])
+    assert.are.equal(6, lookup(r1, 2, 8, 4 * 1024 * 1024)[2])
+  end)
+
+  it("gives the OMPI_MCA_ environment, as env lines or shell exports", function()
+    local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }))
+    local e = tune.env(p, "/tmp/a b'c")
+    assert.are.equal("OMPI_MCA_btl_tcp_sndbuf=524288\nOMPI_MCA_btl_tcp_rcvbuf=524288\n"
+      .. "OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename=/tmp/a b'c\n",
+      tune.format(e, "env"))
+    assert.matches("export OMPI_MCA_coll_tuned_dynamic_rules_filename='/tmp/a b'\\''c'\n$",
+      tune.format(e, "shell"))
+    assert.are.equal(2, #tune.env(p, nil))
+    assert.is_nil((tune.format(e, "json")))
+  end)
+
+  it("writes a file whole and replaces a symlink instead of following it", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local target = dir .. "/victim"
+    local f = assert(io.open(target, "w"))
+    f:write("keep\n")
+    f:close()
+    assert(os.execute("ln -s " .. target .. " " .. dir .. "/rules"))
+    assert(tune.write_file(dir .. "/rules", "1\n"))
+    assert.are.equal("keep\n", assert(io.open(target)):read("*a"))
+    assert.are.equal("1\n", assert(io.open(dir .. "/rules")):read("*a"))
+    local ok, e = tune.write_file(dir .. "/no/such/dir/rules", "x")
+    assert.is_nil(ok)
+    assert.is_string(e)
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("reads the kernel's socket buffer caps", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. "/net/core"))
+    local f = assert(io.open(dir .. "/net/core/wmem_max", "w"))
+    f:write("212992\n")
+    f:close()
+    local w, r = tune.kernel_caps(dir)
+    os.execute("rm -rf " .. dir)
+    assert.are.equal(212992, w)
+    assert.is_nil(r)
+  end)
+end)
+
+describe("xsite tune-mpi", function()
+  local function buffer()
+    local b = { parts = {} }
+    function b:write(s) self.parts[#self.parts + 1] = s end
+    return b
+  end
+  local function run(...)
+    local o, e = buffer(), buffer()
+    local rc = cli.main({ "--config", h.root .. "/site-configs/testbed.conf", ... }, { stdout = o, stderr = e })
+    return rc, table.concat(o.parts), table.concat(e.parts)
+  end
+
+  it("prints the settings for the configured link and writes the rules file", function()
+    local path = os.tmpname()
+    local rc, out = run("tune-mpi", "--rules-file", path)
+    assert.are.equal(0, rc)
+    assert.matches("^OMPI_MCA_btl_tcp_sndbuf=524288\n", out)
+    assert.matches("\nOMPI_MCA_coll_tuned_dynamic_rules_filename=" .. path:gsub("%p", "%%%0") .. "\n$", out)
+    local r = parse_rules(assert(io.open(path)):read("*a"))
+    os.remove(path)
+    assert.are.equal(6, lookup(r, 7, 8, 8)[2])
+  end)
+
+  it("takes the link from the command line", function()
+    local rc, out = run("tune-mpi", "--link-bandwidth", "10Gb/s", "--link-latency", "5ms", "--format", "rules")
+    assert.are.equal(0, rc)
+    assert.matches("# link: 1250000000 bytes/s, one%-way latency 0.005000 s", out)
+  end)
+
+  it("rejects bad options with exit 2", function()
+    local rc, _, e = run("tune-mpi", "--link-latency", "fast")
+    assert.are.equal(2, rc)
+    assert.matches("xsite tune%-mpi: %-%-link%-latency:", e)
+    rc, _, e = run("tune-mpi", "--format", "yaml")
+    assert.are.equal(2, rc)
+    assert.matches("not env, shell or rules", e)
+    rc = run("tune-mpi", "extra")
+    assert.are.equal(2, rc)
+  end)
+
+  it("fails when the rules file cannot be written", function()
+    local rc, _, e = run("tune-mpi", "--rules-file", "/nonexistent/dir/rules")
+    assert.are.equal(1, rc)
+    assert.matches("%-%-rules%-file:", e)
+  end)
+end)
