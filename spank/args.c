@@ -10,6 +10,7 @@
 #include <slurm/spank.h>
 
 #include "args.h"
+#include "config.h"
 #include "lua_bridge.h"
 
 const struct xsite_flag_info xsite_flag_info[XSITE_NFLAGS] = {
@@ -43,24 +44,11 @@ const struct xsite_flag_info xsite_flag_info[XSITE_NFLAGS] = {
 
 struct xsite_args xsite_args;
 
-static char *fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *format, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, format);
-	if (vasprintf(&s, format, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	return s;
-}
 
 /* The names under which a client inside a job finds the job's flag f. */
 static char *inherited_name(const char *prefix, enum xsite_flag f)
 {
-	char *name = fmt("%sxsite_%s", prefix, xsite_flag_info[f].name);
+	char *name = xsite_fmt("%sxsite_%s", prefix, xsite_flag_info[f].name);
 	char *p;
 
 	if (name == NULL)
@@ -88,7 +76,7 @@ int xsite_args_note_inherited(struct xsite_args *a, char *(*getenv_fn)(const cha
 			const char *v;
 
 			if (name == NULL) {
-				*err = fmt("xsite: out of memory");
+				*err = xsite_fmt("xsite: out of memory");
 				return -1;
 			}
 			v = getenv_fn(name);
@@ -98,7 +86,7 @@ int xsite_args_note_inherited(struct xsite_args *a, char *(*getenv_fn)(const cha
 			free(a->inherited[f]);
 			a->inherited[f] = strdup(v);
 			if (a->inherited[f] == NULL) {
-				*err = fmt("xsite: out of memory");
+				*err = xsite_fmt("xsite: out of memory");
 				return -1;
 			}
 			a->expect_inherited[f] = 1;
@@ -114,7 +102,7 @@ static int store(struct xsite_args *a, enum xsite_flag f, const char *value,
 	char *copy = strdup(value);
 
 	if (copy == NULL) {
-		*err = fmt("xsite: --%s: out of memory", xsite_flag_info[f].name);
+		*err = xsite_fmt("xsite: --%s: out of memory", xsite_flag_info[f].name);
 		return -1;
 	}
 	free(a->value[f]);
@@ -144,14 +132,14 @@ int xsite_args_set(struct xsite_args *a, enum xsite_flag f, const char *optarg, 
 	if (value == NULL)
 		value = info->no_arg;
 	if (value == NULL || value[0] == '\0') {
-		*err = fmt("xsite: --%s: empty value (%s)", info->name, info->arginfo);
+		*err = xsite_fmt("xsite: --%s: empty value (%s)", info->name, info->arginfo);
 		return -1;
 	}
 	if (a->source[f] == XSITE_SRC_FLAG) {
 		/* idempotent: the same value again is fine */
 		if (strcmp(a->value[f], value) == 0)
 			return 0;
-		*err = fmt("xsite: --%s: given twice with different values ('%s', then '%s')",
+		*err = xsite_fmt("xsite: --%s: given twice with different values ('%s', then '%s')",
 			   info->name, a->value[f], value);
 		return -1;
 	}
@@ -183,10 +171,10 @@ char *xsite_args_label(const struct xsite_args *a, enum xsite_flag f)
 	const struct xsite_flag_info *info = &xsite_flag_info[f];
 
 	if (a->source[f] == XSITE_SRC_ENV)
-		return fmt("%s=%s", info->env, a->value[f]);
+		return xsite_fmt("%s=%s", info->env, a->value[f]);
 	if (a->source[f] == XSITE_SRC_INHERITED)
-		return fmt("--%s=%s (of the enclosing job)", info->name, a->value[f]);
-	return fmt("--%s=%s", info->name, a->value[f] ? a->value[f] : "");
+		return xsite_fmt("--%s=%s (of the enclosing job)", info->name, a->value[f]);
+	return xsite_fmt("--%s=%s", info->name, a->value[f] ? a->value[f] : "");
 }
 
 /* A report path: printable, no control characters. */
@@ -211,18 +199,18 @@ int xsite_args_check(const struct xsite_args *a, struct xsite_lua *x, char **err
 	if (a->value[XSITE_FLAG_AFFINITY] != NULL && xsite_lua_have_config(x) &&
 	    xsite_lua_check_affinity(x, a->value[XSITE_FLAG_AFFINITY]) < 0) {
 		label = xsite_args_label(a, XSITE_FLAG_AFFINITY);
-		*err = fmt("xsite: %s: %s", label ? label : "--site-affinity", xsite_lua_error(x));
+		*err = xsite_fmt("xsite: %s: %s", label ? label : "--site-affinity", xsite_lua_error(x));
 		goto fail;
 	}
 	if (a->value[XSITE_FLAG_PROFILE] != NULL &&
 	    xsite_lua_check_profile(x, a->value[XSITE_FLAG_PROFILE]) < 0) {
 		label = xsite_args_label(a, XSITE_FLAG_PROFILE);
-		*err = fmt("xsite: %s: %s", label ? label : "--comm-profile", xsite_lua_error(x));
+		*err = xsite_fmt("xsite: %s: %s", label ? label : "--comm-profile", xsite_lua_error(x));
 		goto fail;
 	}
 	if (a->value[XSITE_FLAG_REPORT] != NULL &&
 	    (why = check_path(a->value[XSITE_FLAG_REPORT])) != NULL) {
-		*err = fmt("xsite: %s: %s",
+		*err = xsite_fmt("xsite: %s: %s",
 			   a->source[XSITE_FLAG_REPORT] == XSITE_SRC_ENV ? "XSITE_REPORT" : "--xsite-report",
 			   why);
 		goto fail;
@@ -231,7 +219,7 @@ int xsite_args_check(const struct xsite_args *a, struct xsite_lua *x, char **err
 	rc = 0;
 fail:
 	if (rc < 0 && *err == NULL)
-		*err = fmt("xsite: out of memory");
+		*err = xsite_fmt("xsite: out of memory");
 	free(label);
 	return rc;
 }

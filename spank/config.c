@@ -10,9 +10,8 @@
 
 #include "config.h"
 
-static char *fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-static char *fmt(const char *format, ...)
+/* A new string formatted like printf, or NULL when out of memory. */
+char *xsite_fmt(const char *format, ...)
 {
 	va_list ap;
 	char *s = NULL;
@@ -36,7 +35,7 @@ static char *default_config_path(const char *slurm_conf)
 		return strdup("xsite.conf");
 	if (slash == slurm_conf)
 		return strdup("/xsite.conf");
-	return fmt("%.*s/xsite.conf", (int)(slash - slurm_conf), slurm_conf);
+	return xsite_fmt("%.*s/xsite.conf", (int)(slash - slurm_conf), slurm_conf);
 }
 
 static int set_path(char **field, const char *key, const char *value, char **err)
@@ -44,12 +43,12 @@ static int set_path(char **field, const char *key, const char *value, char **err
 	char *copy;
 
 	if (value[0] != '/') {
-		*err = fmt("xsite: %s: invalid value: '%s' is not an absolute path", key, value);
+		*err = xsite_fmt("xsite: %s: invalid value: '%s' is not an absolute path", key, value);
 		return -1;
 	}
 	copy = strdup(value);
 	if (copy == NULL) {
-		*err = fmt("xsite: %s: %s", key, strerror(ENOMEM));
+		*err = xsite_fmt("xsite: %s: %s", key, strerror(ENOMEM));
 		return -1;
 	}
 	free(*field);
@@ -64,7 +63,7 @@ static int set_bool(bool *field, const char *key, const char *value, char **err)
 	} else if (strcmp(value, "no") == 0) {
 		*field = false;
 	} else {
-		*err = fmt("xsite: %s: invalid value: '%s' (yes or no)", key, value);
+		*err = xsite_fmt("xsite: %s: invalid value: '%s' (yes or no)", key, value);
 		return -1;
 	}
 	return 0;
@@ -85,18 +84,18 @@ static int parse_one(struct xsite_config *cfg, const char *arg, char **err)
 		value = eq + 1;
 	}
 	if (key == NULL) {
-		*err = fmt("xsite: %s: %s", arg, strerror(ENOMEM));
+		*err = xsite_fmt("xsite: %s: %s", arg, strerror(ENOMEM));
 		goto fail;
 	}
 
 	if (strcmp(key, "config") != 0 && strcmp(key, "tune_mpi") != 0 &&
 	    strcmp(key, "lua_path") != 0) {
-		*err = fmt("xsite: %s: unknown argument (config=PATH, tune_mpi=yes|no, lua_path=DIR)",
+		*err = xsite_fmt("xsite: %s: unknown argument (config=PATH, tune_mpi=yes|no, lua_path=DIR)",
 			   key);
 		goto fail;
 	}
 	if (value == NULL || value[0] == '\0') {
-		*err = fmt("xsite: %s: invalid value: empty (write %s=VALUE)", key, key);
+		*err = xsite_fmt("xsite: %s: invalid value: empty (write %s=VALUE)", key, key);
 		goto fail;
 	}
 
@@ -125,7 +124,7 @@ int xsite_config_parse(struct xsite_config *cfg, int ac, char **av,
 	cfg->lua_path = strdup(XSITE_LUADIR);
 	cfg->tune_mpi = false;
 	if (cfg->config_path == NULL || cfg->lua_path == NULL) {
-		*err = fmt("xsite: %s", strerror(ENOMEM));
+		*err = xsite_fmt("xsite: %s", strerror(ENOMEM));
 		goto fail;
 	}
 
@@ -137,7 +136,7 @@ int xsite_config_parse(struct xsite_config *cfg, int ac, char **av,
 
 fail:
 	if (*err == NULL)
-		*err = fmt("xsite: out of memory");
+		*err = xsite_fmt("xsite: out of memory");
 	xsite_config_free(cfg);
 	return -1;
 }

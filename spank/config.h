@@ -39,4 +39,7 @@ int xsite_config_parse(struct xsite_config *cfg, int ac, char **av,
 
 void xsite_config_free(struct xsite_config *cfg);
 
+/* A new string formatted like printf (free it), or NULL when out of memory. */
+char *xsite_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
 #endif /* XSITE_CONFIG_H */

@@ -178,6 +178,26 @@ local function parse_args(args, spec)
   return opts, pos
 end
 
+-- Parse a command's options: its --help, bad options and stray arguments
+-- end the command here.
+-- @return opts, or nil and the exit status
+local function command_options(name, args, spec, io_)
+  local opts, pos = parse_args(args, spec)
+  if not opts then
+    err(io_, "xsite %s: %s\n", name, pos)
+    return nil, 2
+  end
+  if opts.help then
+    out(io_, "%s", USAGE[name])
+    return nil, 0
+  end
+  if #pos > 0 then
+    err(io_, "xsite %s: unexpected argument '%s'\n", name, pos[1])
+    return nil, 2
+  end
+  return opts
+end
+
 local function load_config(path, io_)
   path = path or config.locate()
   local cfg, msg = config.load(path)
@@ -228,11 +248,9 @@ function M.check(args, io_, global)
 end
 
 function M.model(args, io_, global)
-  local opts, pos = parse_args(args, { profile = true, nodes = true, ["link-bandwidth"] = true,
-    ["link-latency"] = true, json = false, svg = true })
-  if not opts then err(io_, "xsite model: %s\n", pos) return 2 end
-  if opts.help then out(io_, "%s", USAGE.model) return 0 end
-  if #pos > 0 then err(io_, "xsite model: unexpected argument '%s'\n", pos[1]) return 2 end
+  local opts, code = command_options("model", args, { profile = true, nodes = true, ["link-bandwidth"] = true,
+    ["link-latency"] = true, json = false, svg = true }, io_)
+  if not opts then return code end
   if not opts.profile then err(io_, "xsite model: --profile is required\n") return 2 end
   local cfg = load_config(global.config, io_)
   if not cfg then return 1 end
@@ -337,11 +355,9 @@ function M.write_chart(path, cfg, prof, results, nodes)
 end
 
 function M.explain(args, io_, global)
-  local opts, pos = parse_args(args, { nodes = true, ["site-affinity"] = true, ["comm-profile"] = true,
-    constraint = true, ["time-limit"] = true, json = false })
-  if not opts then err(io_, "xsite explain: %s\n", pos) return 2 end
-  if opts.help then out(io_, "%s", USAGE.explain) return 0 end
-  if #pos > 0 then err(io_, "xsite explain: unexpected argument '%s'\n", pos[1]) return 2 end
+  local opts, code = command_options("explain", args, { nodes = true, ["site-affinity"] = true, ["comm-profile"] = true,
+    constraint = true, ["time-limit"] = true, json = false }, io_)
+  if not opts then return code end
   if not opts.nodes then err(io_, "xsite explain: --nodes is required\n") return 2 end
   local n, e = units.parse_integer(opts.nodes)
   if not n then err(io_, "xsite explain: --nodes: %s\n", e) return 2 end
@@ -393,11 +409,9 @@ local function read_matrix(path)
 end
 
 function M.map(args, io_, global)
-  local opts, pos = parse_args(args, { nodelist = true, ["tasks-per-node"] = true, ["comm-graph"] = true,
-    format = true, verbose = false })
-  if not opts then err(io_, "xsite map: %s\n", pos) return 2 end
-  if opts.help then out(io_, "%s", USAGE.map) return 0 end
-  if #pos > 0 then err(io_, "xsite map: unexpected argument '%s'\n", pos[1]) return 2 end
+  local opts, code = command_options("map", args, { nodelist = true, ["tasks-per-node"] = true, ["comm-graph"] = true,
+    format = true, verbose = false }, io_)
+  if not opts then return code end
   local format = opts.format or "hostfile"
   if format ~= "hostfile" and format ~= "rankfile" and format ~= "json" then
     err(io_, "xsite map: --format: '%s' is not hostfile, rankfile or json\n", format)
@@ -485,12 +499,10 @@ local function run_pingpong(a, b, pingpong, size, iters, timeout)
 end
 
 function M.calibrate(args, io_, global)
-  local opts, pos = parse_args(args, { nodes = true, pingpong = true, timeout = true,
+  local opts, code = command_options("calibrate", args, { nodes = true, pingpong = true, timeout = true,
     ["state-file"] = true, ["dry-run"] = false, json = false, ["min-bandwidth-share"] = true,
-    ["max-latency-factor"] = true })
-  if not opts then err(io_, "xsite calibrate: %s\n", pos) return 2 end
-  if opts.help then out(io_, "%s", USAGE.calibrate) return 0 end
-  if #pos > 0 then err(io_, "xsite calibrate: unexpected argument '%s'\n", pos[1]) return 2 end
+    ["max-latency-factor"] = true }, io_)
+  if not opts then return code end
   local timeout = 60
   if opts.timeout then
     local e
@@ -570,11 +582,9 @@ local function configured_link(cfg)
 end
 
 M["tune-mpi"] = function(args, io_, global)
-  local opts, pos = parse_args(args, { ["link-bandwidth"] = true, ["link-latency"] = true,
-    ["rules-file"] = true, format = true })
-  if not opts then err(io_, "xsite tune-mpi: %s\n", pos) return 2 end
-  if opts.help then out(io_, "%s", USAGE["tune-mpi"]) return 0 end
-  if #pos > 0 then err(io_, "xsite tune-mpi: unexpected argument '%s'\n", pos[1]) return 2 end
+  local opts, code = command_options("tune-mpi", args, { ["link-bandwidth"] = true, ["link-latency"] = true,
+    ["rules-file"] = true, format = true }, io_)
+  if not opts then return code end
   local format = opts.format or "env"
   if format ~= "env" and format ~= "shell" and format ~= "rules" then
     err(io_, "xsite tune-mpi: --format: '%s' is not env, shell or rules\n", format)
@@ -616,10 +626,9 @@ M["tune-mpi"] = function(args, io_, global)
 end
 
 function M.replay(args, io_, global)
-  local opts, pos = parse_args(args, { since = true, ["max-slowdown"] = true, ["sacct-file"] = true, json = false })
-  if not opts then err(io_, "xsite replay: %s\n", pos) return 2 end
-  if opts.help then out(io_, "%s", USAGE.replay) return 0 end
-  if #pos > 0 then err(io_, "xsite replay: unexpected argument '%s'\n", pos[1]) return 2 end
+  local opts, code = command_options("replay", args, { since = true, ["max-slowdown"] = true,
+    ["sacct-file"] = true, json = false }, io_)
+  if not opts then return code end
   local maxs
   if opts["max-slowdown"] then
     local e
