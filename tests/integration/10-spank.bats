@@ -85,22 +85,6 @@ node_mount() {
 	XT_MOUNTS+=("$1:$3")
 }
 
-# wait_job ID: until the job has ended (30 s at most)
-wait_job() {
-	local i state
-	for ((i = 0; i < 300; i++)); do
-		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
-		case $state in
-		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE)
-			return 0
-			;;
-		esac
-		sleep 0.1
-	done
-	printf 'job %s has not ended after 30 s (state %s)\n' "$1" "$state" >&2
-	return 1
-}
-
 # job KIND [OPTION...]: a small job through sbatch, salloc or srun; prints
 # job=ID, host=NODE for each node, and the job's SLURM_SPANK_XSITE_*
 # (sbatch and salloc)

@@ -80,22 +80,6 @@ restore_conf() {
 	conf_settle
 }
 
-# wait_job ID: until the job has ended (30 s at most)
-wait_job() {
-	local i state
-	for ((i = 0; i < 300; i++)); do
-		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
-		case $state in
-		COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE)
-			return 0
-			;;
-		esac
-		sleep 0.1
-	done
-	printf 'job %s has not ended after 30 s (state %s)\n' "$1" "$state" >&2
-	return 1
-}
-
 # place OPTION...: sbatch where.sh with OPTIONs, wait for the end; sets JOB
 # (the id), TOLD (sbatch's stderr) and TASKS (the task lines of the output)
 place() {
