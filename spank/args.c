@@ -129,7 +129,8 @@ int xsite_args_set(struct xsite_args *a, enum xsite_flag f, const char *optarg, 
 	}
 	a->expect_inherited[f] = 0;
 
-	if (value == NULL)
+	/* slurmstepd hands on a flag given without its optional argument as "(null)" */
+	if (value == NULL || (info->has_arg == 2 && strcmp(value, "(null)") == 0))
 		value = info->no_arg;
 	if (value == NULL || value[0] == '\0') {
 		*err = xsite_fmt("xsite: --%s: empty value (%s)", info->name, info->arginfo);

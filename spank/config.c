@@ -89,9 +89,9 @@ static int parse_one(struct xsite_config *cfg, const char *arg, char **err)
 	}
 
 	if (strcmp(key, "config") != 0 && strcmp(key, "tune_mpi") != 0 &&
-	    strcmp(key, "lua_path") != 0) {
-		*err = xsite_fmt("xsite: %s: unknown argument (config=PATH, tune_mpi=yes|no, lua_path=DIR)",
-			   key);
+	    strcmp(key, "lua_path") != 0 && strcmp(key, "report") != 0) {
+		*err = xsite_fmt("xsite: %s: unknown argument (config=PATH, tune_mpi=yes|no, "
+				 "report=yes|no, lua_path=DIR)", key);
 		goto fail;
 	}
 	if (value == NULL || value[0] == '\0') {
@@ -103,6 +103,8 @@ static int parse_one(struct xsite_config *cfg, const char *arg, char **err)
 		rc = set_path(&cfg->config_path, key, value, err);
 	else if (strcmp(key, "lua_path") == 0)
 		rc = set_path(&cfg->lua_path, key, value, err);
+	else if (strcmp(key, "report") == 0)
+		rc = set_bool(&cfg->report, key, value, err);
 	else
 		rc = set_bool(&cfg->tune_mpi, key, value, err);
 
@@ -123,6 +125,7 @@ int xsite_config_parse(struct xsite_config *cfg, int ac, char **av,
 	cfg->config_path = default_config_path(slurm_conf);
 	cfg->lua_path = strdup(XSITE_LUADIR);
 	cfg->tune_mpi = false;
+	cfg->report = true;
 	if (cfg->config_path == NULL || cfg->lua_path == NULL) {
 		*err = xsite_fmt("xsite: %s", strerror(ENOMEM));
 		goto fail;

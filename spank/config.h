@@ -1,7 +1,7 @@
 /*
  * config.h: the plugstack.conf arguments of xsite.so.
  *
- *   required /usr/lib/.../xsite.so config=PATH tune_mpi=yes|no lua_path=DIR
+ *   required /usr/lib/.../xsite.so config=PATH tune_mpi=yes|no report=yes|no lua_path=DIR
  *
  * Every default is set first, then each key=value is parsed; an unknown key
  * or a bad value fails the load with "xsite: <key>: ...".
@@ -25,6 +25,7 @@
 struct xsite_config {
 	char *config_path;	/* xsite.conf */
 	bool tune_mpi;		/* MPI tuning for spanning jobs */
+	bool report;		/* per-job records in ReportDir (default yes) */
 	char *lua_path;		/* directory of the xsite Lua library */
 };
 

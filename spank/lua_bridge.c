@@ -158,18 +158,15 @@ fail:
  * results on the stack.  A glue function returning nil, message is a failure
  * with that message.
  */
-static int call(struct xsite_lua *x, const char *name, int nres, int nargs, ...)
+static int vcall(struct xsite_lua *x, const char *name, int nres, int nargs, va_list ap)
 {
-	va_list ap;
 	int i, top = lua_gettop(x->L);
 
 	lua_getfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
 	lua_getfield(x->L, -1, name);
 	lua_remove(x->L, -2);
-	va_start(ap, nargs);
 	for (i = 0; i < nargs; i++)
 		lua_pushstring(x->L, va_arg(ap, const char *));
-	va_end(ap);
 	if (lua_pcall(x->L, nargs, 2, 0) != 0) {
 		error_from_stack(x);
 		lua_settop(x->L, top);
@@ -183,6 +180,61 @@ static int call(struct xsite_lua *x, const char *name, int nres, int nargs, ...)
 		return -1;
 	}
 	lua_pop(x->L, 2 - nres);
+	return 0;
+}
+
+static int call(struct xsite_lua *x, const char *name, int nres, int nargs, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, nargs);
+	rc = vcall(x, name, nres, nargs, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* A copy of the string at index i of the stack, "" for nil (NULL: out of memory). */
+static char *copy_at(struct xsite_lua *x, int i)
+{
+	const char *s = lua_tostring(x->L, i);
+	char *c = strdup(s ? s : "");
+
+	if (c == NULL)
+		set_error(x, "out of memory");
+	return c;
+}
+
+int xsite_lua_call(struct xsite_lua *x, const char *name, char **r1, char **r2, int nargs, ...)
+{
+	va_list ap;
+	int rc;
+
+	*r1 = NULL;
+	if (r2 != NULL)
+		*r2 = NULL;
+	if (!x->have_config) {
+		set_error(x, "no configuration loaded");
+		return -1;
+	}
+	va_start(ap, nargs);
+	rc = vcall(x, name, 2, nargs, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -1;
+	*r1 = copy_at(x, -2);
+	if (r2 != NULL)
+		*r2 = copy_at(x, -1);
+	lua_pop(x->L, 2);
+	if (*r1 == NULL || (r2 != NULL && *r2 == NULL)) {
+		free(*r1);
+		*r1 = NULL;
+		if (r2 != NULL) {
+			free(*r2);
+			*r2 = NULL;
+		}
+		return -1;
+	}
 	return 0;
 }
 

@@ -57,6 +57,13 @@ void xsite_task_env_free(struct xsite_task_env *env);
  */
 int xsite_lua_tune_env(struct xsite_lua *x, const char *dir, const char *jobid, char **env);
 
+/*
+ * Call function name of lua/xsite/spank.lua with nargs string arguments
+ * (const char *); its results as new strings (caller frees; nil gives "").
+ * r2 may be NULL.  Needs a loaded configuration.
+ */
+int xsite_lua_call(struct xsite_lua *x, const char *name, char **r1, char **r2, int nargs, ...);
+
 const char *xsite_lua_error(struct xsite_lua *x);
 
 void xsite_lua_close(struct xsite_lua *x);

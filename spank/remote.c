@@ -17,6 +17,17 @@
  * for the link (OMPI_MCA_btl_tcp_sndbuf/rcvbuf, OMPI_MCA_coll_tuned_*: see
  * tune_mpi() and lua/xsite/tune.lua).
  *
+ * With report=yes (the default), each step also goes into the job's record
+ * in ReportDir (report.c).  In init_post_opt (slurmstepd is still root
+ * there; user_init runs with the user's ids) on every node the job's
+ * directory is made and
+ * XSITE_TRAFFIC_FILE points libxsite at the step's traffic record (unless
+ * the user set it); on the step's first node the placement, the prediction
+ * and the link are taken when the tasks start (xsite.spank.step_start), and
+ * added to report.json with the elapsed time and the traffic when the step
+ * ends (xsite_remote_exit); then the --xsite-report copy is written with the
+ * user's rights.
+ *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
  * not parse skips the exports: one "xsite: ..." error line goes to the slurmd
@@ -32,12 +43,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "args.h"
 #include "lua_bridge.h"
 #include "remote.h"
+#include "report.h"
+
+/* The step's record, kept from user_init to exit on the step's first node. */
+static struct {
+	struct xsite_report_step step;
+	char *dir;		/* ReportDir */
+	char *start;		/* xsite.spank.step_start's record */
+	char *copy;		/* --xsite-report PATH, or NULL */
+	char *cwd;		/* the job's working directory */
+} rep;
 
 static const char *const exported[] = {
 	"XSITE_SITE",
@@ -130,6 +155,171 @@ static void tune_mpi(spank_t sp, struct xsite_lua *x)
 			slurm_verbose("xsite: tune_mpi: %s=%s", line, eq + 1);
 	}
 	free(env);
+}
+
+/*
+ * A flag of the job: the step's option (srun forwards it to its steps),
+ * else the value sbatch or salloc handed to slurmctld (allocator.c), which
+ * the job's environment carries as SLURM_SPANK_<twin> (the batch step gets
+ * no option callbacks), else the twin itself.
+ */
+static char *job_flag(spank_t sp, enum xsite_flag f)
+{
+	char name[64], *v;
+
+	if (xsite_args.value[f] != NULL)
+		return strdup(xsite_args.value[f]);
+	snprintf(name, sizeof(name), "SLURM_SPANK_%s", xsite_flag_info[f].env);
+	v = job_getenv(sp, name);
+	if (v != NULL && v[0] != '\0')
+		return v;
+	free(v);
+	return job_getenv(sp, xsite_flag_info[f].env);
+}
+
+static void report_clear(void)
+{
+	free(rep.dir);
+	free(rep.start);
+	free(rep.copy);
+	free(rep.cwd);
+	memset(&rep, 0, sizeof(rep));
+}
+
+/*
+ * The job's directory in ReportDir and XSITE_TRAFFIC_FILE (every node); the
+ * start of the step's record (first node).  A failure loses the record only.
+ */
+static void report_start(spank_t sp, struct xsite_lua *x, const char *host, const char *nodelist)
+{
+	uint32_t jobid = 0, stepid = 0, nodeid = 0;
+	char *traffic = NULL, *err = NULL, *user_env = NULL, *step_nodes = NULL, *profile = NULL;
+	char id[16], uid[16], start[32], pwbuf[4096];
+	struct passwd pw, *pwp = NULL;
+	struct timespec now;
+	int rc;
+
+	report_clear();
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NODEID, &nodeid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &rep.step.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &rep.step.gid) != ESPANK_SUCCESS) {
+		slurm_error("xsite: report: the step's ids are not known; no record");
+		return;
+	}
+	rep.step.jobid = jobid;
+	if (xsite_report_step_name(stepid, rep.step.step, sizeof(rep.step.step)) == NULL)
+		return;
+	if (xsite_lua_call(x, "report_dir", &rep.dir, NULL, 0) < 0) {
+		slurm_error("xsite: report: %s", xsite_lua_error(x));
+		goto fail;
+	}
+	rc = xsite_report_prepare(rep.dir, &rep.step, &traffic, &err);
+	if (rc < 0)
+		goto fail;
+	if (rc > 0)
+		slurm_info("xsite: report: %s", err);
+	free(err);
+	err = NULL;
+	/*
+	 * The user's own XSITE_TRAFFIC_FILE wins (the record then has no
+	 * traffic); the one an enclosing step (the batch script) got from here
+	 * gives way to this step's.
+	 */
+	user_env = job_getenv(sp, "XSITE_TRAFFIC_FILE");
+	if (user_env == NULL || user_env[0] == '\0' ||
+	    strncmp(user_env, traffic, (size_t)(strrchr(traffic, '/') - traffic + 1)) == 0)
+		export(sp, "XSITE_TRAFFIC_FILE", traffic);
+	else
+		slurm_verbose("xsite: report: the job sets XSITE_TRAFFIC_FILE=%s: the record has no traffic",
+			      user_env);
+	if (nodeid != 0) {
+		report_clear();
+		goto out;
+	}
+	snprintf(id, sizeof(id), "%u", jobid);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)rep.step.uid);
+	snprintf(start, sizeof(start), "%lld.%03ld", (long long)now.tv_sec, now.tv_nsec / 1000000);
+	if (getpwuid_r(rep.step.uid, &pw, pwbuf, sizeof(pwbuf), &pwp) != 0)
+		pwp = NULL;
+	step_nodes = job_getenv(sp, "SLURM_STEP_NODELIST");
+	profile = job_flag(sp, XSITE_FLAG_PROFILE);
+	if (xsite_lua_call(x, "step_start", &rep.start, NULL, 8, id, rep.step.step, pwp ? pw.pw_name : uid, uid, nodelist,
+			   step_nodes ? step_nodes : (stepid == SLURM_BATCH_SCRIPT ? host : ""),
+			   profile ? profile : "", start) < 0) {
+		err = xsite_fmt("%s", xsite_lua_error(x));
+		goto fail;
+	}
+	rep.copy = job_flag(sp, XSITE_FLAG_REPORT);
+	rep.cwd = job_getenv(sp, "PWD");
+	if (rep.cwd == NULL)
+		rep.cwd = job_getenv(sp, "SLURM_SUBMIT_DIR");
+	goto out;
+fail:
+	slurm_error("xsite: report: job %u step %s: %s; no record", jobid, rep.step.step,
+		    err ? err : "out of memory");
+	report_clear();
+out:
+	free(traffic);
+	free(err);
+	free(user_env);
+	free(step_nodes);
+	free(profile);
+}
+
+void xsite_remote_post_opt(spank_t sp, const struct xsite_config *cfg)
+{
+	struct xsite_lua *x = NULL;
+	char host[256], *nodelist = NULL, *err = NULL;
+
+	if (!cfg->report)
+		return;
+	if (gethostname(host, sizeof(host)) < 0)
+		return;
+	host[sizeof(host) - 1] = '\0';
+	nodelist = job_getenv(sp, "SLURM_JOB_NODELIST");
+	x = xsite_lua_open(cfg->lua_path, &err);
+	if (x == NULL || nodelist == NULL || xsite_lua_load_config(x, cfg->config_path) < 0)
+		slurm_error("xsite: report: %s; no record",
+			    x == NULL ? err : nodelist == NULL ? "SLURM_JOB_NODELIST is not set" :
+			    xsite_lua_error(x));
+	else
+		report_start(sp, x, host, nodelist);
+	xsite_lua_close(x);
+	free(nodelist);
+	free(err);
+}
+
+void xsite_remote_exit(const struct xsite_config *cfg)
+{
+	struct xsite_lua *x = NULL;
+	char *err = NULL, *text = NULL;
+
+	if (rep.start == NULL)
+		return;
+	x = xsite_lua_open(cfg->lua_path, &err);
+	if (x == NULL || xsite_lua_load_config(x, cfg->config_path) < 0) {
+		slurm_error("xsite: report: job %u step %s: %s; no record", rep.step.jobid, rep.step.step,
+			    x ? xsite_lua_error(x) : err);
+		goto out;
+	}
+	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, &text, &err) < 0) {
+		slurm_error("xsite: report: job %u step %s: %s", rep.step.jobid, rep.step.step, err);
+		goto out;
+	}
+	slurm_verbose("xsite: report: job %u step %s: %s/%u/report.json", rep.step.jobid,
+		      rep.step.step, rep.dir, rep.step.jobid);
+	free(err);
+	err = NULL;
+	if (rep.copy != NULL && xsite_report_copy(text, rep.copy, rep.cwd, &rep.step, &err) < 0)
+		slurm_error("xsite: report: job %u: %s", rep.step.jobid, err);
+out:
+	xsite_lua_close(x);
+	free(err);
+	free(text);
+	report_clear();
 }
 
 int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg)

@@ -11,5 +11,11 @@
 /* user_init: compute and export XSITE_* (never fails: see remote.c). */
 int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg);
 
+/* init_post_opt (root): the job's directory in ReportDir, the start of the step's record. */
+void xsite_remote_post_opt(spank_t sp, const struct xsite_config *cfg);
+
+/* exit: the step's record into ReportDir, and the user's copy (never fails). */
+void xsite_remote_exit(const struct xsite_config *cfg);
+
 
 #endif /* XSITE_REMOTE_H */

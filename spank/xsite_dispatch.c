@@ -68,6 +68,7 @@ XSITE_EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
 	}
 }
 
+/* Never an error in remote context: it would fail the step and drain the node. */
 XSITE_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
 	(void)ac;
@@ -78,8 +79,11 @@ XSITE_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		return xsite_allocator_post_opt(sp, &config, &xsite_args);
 	case S_CTX_LOCAL:
 		return xsite_local_post_opt(sp, &config, &xsite_args);
+	case S_CTX_REMOTE:
+		if (config_loaded)
+			xsite_remote_post_opt(sp, &config);
+		return 0;
 	default:
-		/* never an error in remote context: it would drain the node */
 		return 0;
 	}
 }
@@ -100,6 +104,8 @@ XSITE_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
 	(void)ac;
 	(void)av;
 
+	if (spank_context() == S_CTX_REMOTE && config_loaded)
+		xsite_remote_exit(&config);
 	xsite_args_free(&xsite_args);
 	if (config_loaded) {
 		xsite_config_free(&config);

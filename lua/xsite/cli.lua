@@ -15,6 +15,7 @@ local mapping = require("xsite.mapping")
 local tune = require("xsite.tune")
 local calibrate = require("xsite.calibrate")
 local replay = require("xsite.replay")
+local report = require("xsite.report")
 
 local M = {}
 
@@ -32,6 +33,7 @@ Commands:
   tune-mpi         Open MPI settings (MCA) for a job that spans the link
   calibrate        measure the link through Slurm and write the link state file
   replay           the policy over past jobs from accounting, under another threshold
+  report JOBID     a job's cross-site report: prediction, measurement, verdict
 
 Options:
   --config FILE    xsite.conf to use (default: $XSITE_CONF, else xsite.conf
@@ -85,6 +87,20 @@ have saved, at most.  Jobs the users placed themselves are left out.
                      (fields: JobID User State NNodes Elapsed Reserved NodeList
                      AdminComment, tab-separated)
   --json             the summary as JSON
+]],
+  report = [[
+Usage: xsite report JOBID [--json] [--svg FILE] [--report-dir DIR]
+
+The cross-site report of a job: where it ran and why (the decision of
+job_submit.lua, from accounting, else from slurmctld), what the model
+predicted for the nodes it got, what was measured (elapsed time, and the
+bytes and messages that crossed the link when libxsite recorded them), and
+a verdict in one line.  Records are in ReportDir/JOBID/report.json; a user
+can read the records of their own jobs, an administrator all of them.
+
+  --json            the record, the decision, the assessment and the verdict as JSON
+  --svg FILE        also write where the time went as an SVG picture
+  --report-dir DIR  read the records from DIR (default: ReportDir of xsite.conf)
 ]],
   calibrate = [[
 Usage: xsite calibrate [--nodes A,B] [--pingpong PATH] [--timeout SECONDS]
@@ -701,6 +717,69 @@ function M.replay(args, io_, global)
   return 0
 end
 
+-- What accounting (sacct), else slurmctld (scontrol), says of a job; nil when neither knows it.
+local function job_accounting(id)
+  local function run(cmd)
+    local p = io.popen(cmd .. " 2>/dev/null")
+    if not p then return "" end
+    local text = p:read("*a") or ""
+    p:close()
+    return text
+  end
+  return report.parse_accounting(run(string.format("sacct -j %s -X -n -P --delimiter=%s --format=%s", id,
+    shell_quote("\t"), table.concat(report.SACCT_FIELDS, ","))), "sacct")
+    or report.parse_accounting(run("scontrol show job -o " .. id), "scontrol")
+end
+
+function M.report(args, io_, global)
+  local opts, pos = parse_args(args, { json = false, svg = true, ["report-dir"] = true })
+  if not opts then err(io_, "xsite report: %s\n", pos) return 2 end
+  if opts.help then out(io_, "%s", USAGE.report) return 0 end
+  if #pos ~= 1 then
+    err(io_, "xsite report: %s (usage: xsite report JOBID [--json] [--svg FILE])\n",
+      #pos == 0 and "which job? give its JOBID" or "one JOBID only")
+    return 2
+  end
+  local id = pos[1]
+  if not id:match("^%d+$") then
+    err(io_, "xsite report: '%s' is not a job id (digits, as squeue and sacct show it)\n", id)
+    return 2
+  end
+  local cfg = load_config(global.config, io_)
+  if not cfg then return 1 end
+  local dir = opts["report-dir"] or cfg.policy.report_dir
+  local path = string.format("%s/%s/%s", dir, id, report.FILE)
+  local text, rerr, missing = config.read_file(path)
+  if not text then
+    if missing then
+      err(io_, "xsite report: job %s: no record in %s (an unknown job, one that ran no step yet, or a"
+        .. " node without the xsite SPANK plugin)\n", id, dir)
+    elseif rerr:find("Permission denied", 1, true) then
+      err(io_, "xsite report: job %s: %s is not readable by you: users read the records of their own"
+        .. " jobs only\n", id, path)
+    else
+      err(io_, "xsite report: %s\n", rerr)
+    end
+    return 1
+  end
+  local rec, derr = report.decode(text, path)
+  if not rec then err(io_, "xsite report: %s\n", derr) return 1 end
+  local acct = job_accounting(id)
+  local max_slowdown = cfg.policy.max_slowdown
+  if opts.svg then
+    local f, ferr = io.open(opts.svg, "w")
+    if not f then err(io_, "xsite report: --svg: %s\n", ferr) return 1 end
+    f:write(report.svg(rec, acct, max_slowdown))
+    f:close()
+  end
+  if opts.json then
+    out(io_, "%s\n", report.json(rec, acct, max_slowdown))
+  else
+    out(io_, "%s", report.text(rec, acct, max_slowdown))
+  end
+  return 0
+end
+
 --- Run the command line.
 -- @param args array of arguments
 -- @param io_ optional { stdout, stderr } (default io.stdout, io.stderr)
@@ -739,7 +818,7 @@ function M.main(args, io_)
     return 2
   end
   local f = ({ check = M.check, model = M.model, explain = M.explain, map = M.map,
-    calibrate = M.calibrate, ["tune-mpi"] = M["tune-mpi"], replay = M.replay })[cmd]
+    calibrate = M.calibrate, ["tune-mpi"] = M["tune-mpi"], replay = M.replay, report = M.report })[cmd]
   if not f then
     err(io_, "xsite: unknown command '%s' (try: xsite --help)\n", cmd)
     return 2

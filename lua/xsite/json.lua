@@ -49,7 +49,7 @@ local function encode(v, out)
     elseif v == math.floor(v) and math.abs(v) <= 2 ^ 53 then
       out[#out + 1] = string.format("%.0f", v)
     else
-      out[#out + 1] = string.format("%.10g", v)
+      out[#out + 1] = string.format("%.14g", v)
     end
   elseif ty == "string" then
     out[#out + 1] = encode_string(v)

@@ -11,6 +11,8 @@ local hostlist = require("xsite.hostlist")
 local profile = require("xsite.profile")
 local policy = require("xsite.policy")
 local tune = require("xsite.tune")
+local report = require("xsite.report")
+local json = require("xsite.json")
 
 local M = {}
 
@@ -119,6 +121,38 @@ function M.tune_env(dir, jobid)
   local ok, werr = tune.write_file(path, tune.rules_text(p))
   if not ok then return nil, "tune_mpi: " .. werr end
   return (tune.format(tune.env(p, path), "env"))
+end
+
+--- Where the per-job records go (xsite.conf ReportDir).
+function M.report_dir()
+  return cfg.policy.report_dir
+end
+
+local function link_state()
+  if not cfg.policy.link_state_file then return nil end
+  return (config.load_link_state(cfg.policy.link_state_file))
+end
+
+--- The record of a step whose tasks start (xsite.report.step_start), as
+-- JSON text the plugin keeps until the step ends.
+-- @param profile_value the --comm-profile value, or "" for none
+-- @param start epoch seconds, as text
+function M.step_start(job, step, user, uid, job_nodes, step_nodes, profile_value, start)
+  local rec = report.step_start(cfg, { job = job, step = step, user = user, uid = uid,
+    job_nodes = job_nodes, step_nodes = step_nodes,
+    profile = profile_value ~= "" and profile_value or nil, start = tonumber(start) }, link_state())
+  return json.encode(rec)
+end
+
+--- The job's record once a step has ended (xsite.report.step_end).
+-- @param traffic libxsite's record, or "" when there is none
+-- @param note why there is none, or ""
+-- @param existing the job's record so far, or ""
+-- @return the record as JSON text, and what to log ("" for nothing)
+function M.step_end(start, finish, traffic, note, existing)
+  local rec, log = report.step_end(start, tonumber(finish), traffic ~= "" and traffic or nil,
+    note ~= "" and note or nil, existing ~= "" and existing or nil)
+  return json.encode(rec), table.concat(log, "; ")
 end
 
 return M

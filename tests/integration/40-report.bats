@@ -1,0 +1,269 @@
+#!/usr/bin/env bats
+# shellcheck shell=bash disable=SC2016,SC2154
+# (SC2016: the quoted $... run inside the jobs; SC2154: bats sets $stderr)
+# Per-job cross-site reports on the testbed with accounting (MariaDB +
+# slurmdbd): the SPANK plugin writes each job's record into ReportDir when
+# its steps end, with libxsite's count of what crossed the link; only the
+# job's owner (and root) can read it; the --xsite-report copy is the user's;
+# symlinks planted by a user are not followed; `xsite report` joins the
+# decision from accounting, and says clearly what is wrong with a bad
+# request or a bad record.  Jobs run as two users made for the test.
+
+bats_require_minimum_version 1.5.0
+
+U1=xsite-t1
+U2=xsite-t2
+# a ping-pong of 4 KiB, 100 + 10 warm-up round trips between alpha1 and beta1
+SIZE=4096
+ROUNDS=110
+PROFILE=op=1e9,b=1GB,x=1MB,steps=10,pattern=halo1d
+
+# xsite CMD...: the command on the head, as root, with the testbed's library
+xsite() {
+	on_head env XSITE_LUADIR="$XT_LUADIR" lua5.1 "$XT_STATE/work/xsite" \
+		--config "$XT_STATE/etc/xsite.conf" "$@"
+}
+
+# as USER CMD...: a command on the head as USER
+as() {
+	local user=$1
+	shift
+	on_head runuser -u "$user" -- env XSITE_LUADIR="$XT_LUADIR" "$@"
+}
+
+# report_of JOBID STEP: wait until the job's record has STEP (slurmstepd
+# writes it when the step's processes are gone, after Slurm says the job ended)
+report_of() {
+	local i f=$XT_STATE/reports/$1/report.json
+	for ((i = 0; i < 100; i++)); do
+		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
+			cat "$f"
+			return 0
+		fi
+		sleep 0.1
+	done
+	printf 'no step %s in %s\n' "$2" "$f" >&2
+	return 1
+}
+
+# field JSON EXPR: a value of the record, through the project's JSON reader
+field() {
+	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_REPO/lua/?.lua;'..package.path
+		local r = assert(require('xsite.json').decode(os.getenv('XSITE_JSON')))
+		local v = r$2
+		print(type(v) == 'table' and require('xsite.json').encode(v) or tostring(v))"
+}
+
+# submit USER ARGS...: sbatch as USER from the user's directory; prints the job id
+submit() {
+	local user=$1
+	shift
+	(cd "$XT_STATE/work/$user" && tb on head runuser -u "$user" -- sbatch --parsable "$@") | tail -n 1
+}
+
+setup_file() {
+	load helpers
+	xt_init report
+	local prog user work
+	for prog in mariadbd slurmdbd; do
+		if ! command -v "$prog" >/dev/null; then
+			export XT_SKIP="$prog not installed (apt-get install mariadb-server slurmdbd)"
+			return 0
+		fi
+	done
+	for user in $U1 $U2; do
+		if ! id "$user" >/dev/null 2>&1; then
+			useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
+			printf '%s\n' "$user" >>"$BATS_FILE_TMPDIR/users-made"
+		fi
+	done
+	tb --accounting up 2>&1 | tap_note
+	[[ ${PIPESTATUS[0]} == 0 ]] || return 1
+	build_pingpong
+	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
+	work=$XT_STATE/work/libxsite
+	mkdir -p "$work"
+	if [[ -n ${XT_LIBXSITE:-} ]]; then
+		xt_place "$XT_LIBXSITE" "$work/libxsite.so"
+	else
+		make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$work" "$work/libxsite.so" >&3 2>&1
+	fi
+	for user in $U1 $U2; do
+		mkdir -p "$XT_STATE/work/$user"
+		chown "$user:" "$XT_STATE/work/$user"
+	done
+	# a spanning job of U1: one MPI step with libxsite across the link
+	printf '#!/bin/bash\nsrun -n2 --mpi=pmix env LD_PRELOAD=%s %s -s %d -n %d -w %d -t 60\n' \
+		"$work/libxsite.so" "$XT_STATE/work/pingpong" "$SIZE" 100 10 >"$XT_STATE/work/$U1/pingpong.sh"
+	chmod 755 "$XT_STATE/work/$U1/pingpong.sh"
+	JOB=$(submit "$U1" -N2 -w alpha1,beta1 --site-affinity=span --comm-profile="$PROFILE" \
+		--xsite-report -o out-%j.txt ./pingpong.sh)
+	export JOB
+	wait_job "$JOB"
+}
+
+teardown_file() {
+	load helpers
+	xt_init report
+	xt_down
+	if [[ -f $BATS_FILE_TMPDIR/users-made ]]; then
+		while read -r user; do userdel "$user" 2>/dev/null || true; done <"$BATS_FILE_TMPDIR/users-made"
+	fi
+}
+
+setup() {
+	load helpers
+	load_libs
+	xt_init report
+	[[ -z ${XT_SKIP:-} ]] || skip "$XT_SKIP"
+}
+
+@test "a spanning job's record has its placement, prediction, time and the bytes that crossed the link" {
+	local rec steps
+	rec=$(report_of "$JOB" batch)
+	run -0 field "$rec" .schema
+	assert_output xsite-report
+	run -0 field "$rec" .version
+	assert_output 1
+	run -0 field "$rec" .user
+	assert_output "$U1"
+	run -0 field "$rec" .nodes.split
+	assert_output '[1,1]'
+	run -0 field "$rec" .spanning
+	assert_output true
+	run -0 field "$rec" .profile.label
+	assert_output "$PROFILE"
+	run -0 field "$rec" .link.latency
+	assert_output 0.001
+	steps=$(field "$rec" .steps)
+	# step 0: the ping-pong; its bytes across, exactly: the rounds both ways
+	# plus the host name rank 1 sends ("beta1" and its NUL)
+	run -0 field "$steps" '[1].step'
+	assert_output 0
+	run -0 field "$steps" '[1].mpi.p2p_bytes'
+	assert_output $((2 * ROUNDS * SIZE + 6))
+	run -0 field "$steps" '[1].mpi.p2p_messages'
+	assert_output $((2 * ROUNDS + 1))
+	run -0 field "$steps" '[1].mpi.matrix[1][2]'
+	assert_output $((ROUNDS * SIZE))
+	run -0 field "$steps" '[2].step'
+	assert_output batch
+	run -0 field "$steps" '[2].mpi'
+	assert_output null
+	# the batch step holds step 0: it lasts longer
+	fcmp 'a > 0 && b >= a' "$(field "$steps" '[1].elapsed')" "$(field "$steps" '[2].elapsed')"
+	# libxsite's own file is taken into the record and removed
+	run -0 find "$XT_STATE/reports/$JOB/mpi" -type f
+	assert_output ''
+}
+
+@test "the record is root's, and the job's owner can read it but another user cannot" {
+	report_of "$JOB" batch >/dev/null
+	run -0 stat -c '%U %a' "$XT_STATE/reports/$JOB" "$XT_STATE/reports/$JOB/report.json"
+	assert_line --index 0 'root 750'
+	assert_line --index 1 'root 640'
+	run -0 as "$U1" cat "$XT_STATE/reports/$JOB/report.json"
+	assert_output --partial '"schema":"xsite-report"'
+	run -1 as "$U2" cat "$XT_STATE/reports/$JOB/report.json"
+	assert_output --partial 'Permission denied'
+	run ! as "$U1" sh -c "echo x >>'$XT_STATE/reports/$JOB/report.json'"
+}
+
+@test "--xsite-report puts the user's own copy in the job's working directory" {
+	local copy=$XT_STATE/work/$U1/xsite-report-$JOB.json
+	report_of "$JOB" batch >/dev/null
+	for _ in $(seq 1 50); do [[ -f $copy ]] && grep -q '"step":"batch"' "$copy" && break; sleep 0.1; done
+	run -0 stat -c '%U' "$copy"
+	assert_output "$U1"
+	cmp "$copy" "$XT_STATE/reports/$JOB/report.json"
+}
+
+@test "xsite report shows the decision from accounting, the measured traffic and a verdict" {
+	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
+		report "$JOB"
+	assert_line "job $JOB ($U1), COMPLETED"
+	assert_line --regexp '^  decision:   span \(user-nodes\), predicted slowdown [0-9.]+ at submission$'
+	assert_line '  placement:  alpha:1 + beta:1 nodes, across the link'
+	assert_line --regexp '^              [0-9.]+ kB in 221 messages across the link'
+	assert_line --regexp '^  verdict:    '
+}
+
+@test "xsite report --json and --svg" {
+	local json
+	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
+		report "$JOB" --json --svg "$XT_STATE/work/$U1/report.svg"
+	json=$output
+	run -0 field "$json" .decision.action
+	assert_output span
+	run -0 field "$json" .assessment.mpi_steps
+	assert_output 1
+	run -0 head -c 5 "$XT_STATE/work/$U1/report.svg"
+	assert_output '<svg '
+}
+
+@test "another user's xsite report is refused, naming the file" {
+	run -1 --separate-stderr as "$U2" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
+		report "$JOB"
+	[[ $stderr == "xsite report: job $JOB: $XT_STATE/reports/$JOB/report.json is not readable by you: users read the records of their own jobs only" ]]
+}
+
+@test "xsite report: an unknown job, a bad job id, a corrupt record" {
+	run -1 --separate-stderr xsite report 999999
+	[[ $stderr == "xsite report: job 999999: no record in $XT_STATE/reports "* ]]
+	run -2 --separate-stderr xsite report 12x
+	[[ $stderr == "xsite report: '12x' is not a job id"* ]]
+	run -2 --separate-stderr xsite report
+	[[ $stderr == *"which job? give its JOBID"* ]]
+	local dir=$XT_STATE/work/corrupt
+	mkdir -p "$dir/$JOB"
+	head -c 100 "$XT_STATE/reports/$JOB/report.json" >"$dir/$JOB/report.json"
+	run -1 --separate-stderr xsite report "$JOB" --report-dir "$dir"
+	[[ $stderr == "xsite report: $dir/$JOB/report.json: not JSON (offset "* ]]
+	sed 's/"version":1/"version":7/' "$XT_STATE/reports/$JOB/report.json" >"$dir/$JOB/report.json"
+	run -1 --separate-stderr xsite report "$JOB" --report-dir "$dir"
+	assert_equal "$stderr" "xsite report: $dir/$JOB/report.json: version: 7, this xsite reads version 1"
+}
+
+@test "a symlink planted in the job's mpi directory is not followed" {
+	local id rec
+	# the user plants traffic-1.json -> a root-only file before step 1 ends
+	printf '#!/bin/bash\nln -s /etc/shadow %s/reports/$SLURM_JOB_ID/mpi/traffic-1.json\nsrun -n1 true\nsrun -n1 true\n' \
+		"$XT_STATE" >"$XT_STATE/work/$U1/plant.sh"
+	chmod 755 "$XT_STATE/work/$U1/plant.sh"
+	id=$(submit "$U1" -N1 -o out-%j.txt ./plant.sh)
+	wait_job "$id"
+	rec=$(report_of "$id" batch)
+	run -0 field "$rec" '.steps[2].step'
+	assert_output 1
+	run -0 field "$rec" '.steps[2].notes[1]'
+	assert_output 'MPI traffic record traffic-1.json ignored: a symbolic link'
+	[[ $rec != *root:* ]]
+}
+
+@test "a symlink planted at the --xsite-report path is not followed" {
+	local id victim=$XT_STATE/work/$U1/victim
+	printf 'precious\n' >"$victim"
+	chown "$U1:" "$victim"
+	# U2 plants a link in a directory both can write, where U1's copy goes
+	mkdir -p "$XT_STATE/work/shared"
+	chmod 1777 "$XT_STATE/work/shared"
+	run -0 as "$U2" ln -s "$victim" "$XT_STATE/work/shared/rep.json"
+	id=$(submit "$U1" -N1 --xsite-report="$XT_STATE/work/shared/rep.json" -o out-%j.txt --wrap 'srun true')
+	wait_job "$id"
+	report_of "$id" batch >/dev/null
+	sleep 1
+	run -0 cat "$victim"
+	assert_output precious
+	[[ -L $XT_STATE/work/shared/rep.json ]]
+}
+
+@test "a job that stayed at one site: its verdict says the link was not used" {
+	local id
+	id=$(submit "$U1" -N2 --site-affinity=pin --comm-profile=low -o out-%j.txt --wrap 'srun true')
+	wait_job "$id"
+	report_of "$id" batch >/dev/null
+	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
+		report "$id"
+	assert_line --regexp '^  decision:   pin \(user-pin\)'
+	assert_line --regexp '^  verdict:    ran at (alpha|beta) only: the link was not used$'
+}
