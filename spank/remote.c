@@ -296,6 +296,7 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 {
 	struct xsite_lua *x = NULL;
 	char *err = NULL, *text = NULL;
+	int lock = -1;
 
 	if (rep.start == NULL)
 		return;
@@ -305,7 +306,7 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 			    x ? xsite_lua_error(x) : err);
 		goto out;
 	}
-	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, &text, &err) < 0) {
+	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, &text, &lock, &err) < 0) {
 		slurm_error("xsite: report: job %u step %s: %s", rep.step.jobid, rep.step.step, err);
 		goto out;
 	}
@@ -316,6 +317,8 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 	if (rep.copy != NULL && xsite_report_copy(text, rep.copy, rep.cwd, &rep.step, &err) < 0)
 		slurm_error("xsite: report: job %u: %s", rep.step.jobid, err);
 out:
+	if (lock >= 0)
+		close(lock);
 	xsite_lua_close(x);
 	free(err);
 	free(text);

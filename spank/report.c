@@ -330,7 +330,7 @@ static int replace_file(int dir, const char *name, const char *text, gid_t group
 }
 
 int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite_report_step *st,
-			const char *start_json, char **text, char **err)
+			const char *start_json, char **text, int *lockfd, char **err)
 {
 	char finish[32], *traffic = NULL, *note = NULL, *existing = NULL, *log = NULL, *warn = NULL;
 	struct timespec now;
@@ -338,6 +338,7 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 	int job, lock = -1, fd, rc = -1;
 
 	*text = NULL;
+	*lockfd = -1;
 	*err = NULL;
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(finish, sizeof(finish), "%lld.%03ld", (long long)now.tv_sec, now.tv_nsec / 1000000);
@@ -377,6 +378,8 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 		free(warn);
 	}
 	rc = 0;
+	*lockfd = lock;
+	lock = -1;
 out:
 	if (lock >= 0)
 		close(lock);

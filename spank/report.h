@@ -37,10 +37,12 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
  * user's file: not followed if a symlink, only a regular file of the job's
  * owner), add the step to ReportDir/JOBID/report.json (under a lock,
  * written whole to a new file and renamed) through xsite.spank.step_end.
- * *text is the job's record as written (caller frees).
+ * *text is the job's record as written (caller frees); the lock is still
+ * held through *lockfd (caller closes it once the user's copy is written,
+ * so that copies land in the order of the records).
  */
 int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite_report_step *st,
-			const char *start_json, char **text, char **err);
+			const char *start_json, char **text, int *lockfd, char **err);
 
 /*
  * The user's copy (--xsite-report): written by a child process with the

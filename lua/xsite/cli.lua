@@ -16,6 +16,7 @@ local tune = require("xsite.tune")
 local calibrate = require("xsite.calibrate")
 local replay = require("xsite.replay")
 local report = require("xsite.report")
+local fit = require("xsite.fit")
 
 local M = {}
 
@@ -34,6 +35,7 @@ Commands:
   calibrate        measure the link through Slurm and write the link state file
   replay           the policy over past jobs from accounting, under another threshold
   report JOBID     a job's cross-site report: prediction, measurement, verdict
+  tune             fit a profile's bytes exchanged and steps to the jobs' reports
 
 Options:
   --config FILE    xsite.conf to use (default: $XSITE_CONF, else xsite.conf
@@ -100,6 +102,23 @@ can read the records of their own jobs, an administrator all of them.
 
   --json            the record, the decision, the assessment and the verdict as JSON
   --svg FILE        also write where the time went as an SVG picture
+  --report-dir DIR  read the records from DIR (default: ReportDir of xsite.conf)
+]],
+  tune = [[
+Usage: xsite tune --profile NAME [--apply] [--json] [--report-dir DIR]
+
+Fit an application profile to what the jobs that used it did: from every
+record in ReportDir of a job with this profile that spanned the link with
+libxsite's traffic count, the bytes exchanged (bytes across / the share the
+model puts on the link) and the synchronising steps (messages across / two
+per node pair across the link); the fit is the median of the jobs'
+estimates.  Prints each job's estimate, how well the fit predicts each
+job's traffic, and the profile line.
+
+  --profile NAME    the profile (a name of xsite.conf, or an explicit spec as jobs gave it)
+  --apply           write the fit to ProfileStateFile: the policy's next decisions
+                    for this profile use the measured Exchange and Steps
+  --json            the fit as JSON
   --report-dir DIR  read the records from DIR (default: ReportDir of xsite.conf)
 ]],
   calibrate = [[
@@ -780,6 +799,127 @@ function M.report(args, io_, global)
   return 0
 end
 
+-- Every readable record under dir; the unreadable and broken ones are named on stderr.
+local function read_records(dir, io_)
+  local p = io.popen("find " .. shell_quote(dir) .. " -mindepth 2 -maxdepth 2 -name " .. report.FILE
+    .. " 2>/dev/null | sort")
+  local records, bad = {}, 0
+  for path in (p and p:read("*a") or ""):gmatch("[^\n]+") do
+    local text, rerr = config.read_file(path)
+    local rec, derr
+    if text then rec, derr = report.decode(text, path) end
+    if rec then
+      records[#records + 1] = rec
+    else
+      bad = bad + 1
+      err(io_, "xsite tune: %s (left out)\n", derr or rerr)
+    end
+  end
+  if p then p:close() end
+  return records, bad
+end
+
+-- The profile state file with the fitted line of `name` in it.
+local function write_profile_state(path, name, line)
+  local text, rerr, missing = config.read_file(path)
+  local st = {}
+  if text then
+    local perr
+    st, perr = config.parse_profile_state(text, path)
+    if not st then return nil, perr .. " (not overwritten)" end
+  elseif not missing then
+    return nil, rerr
+  end
+  local lines = { "# written by xsite tune: measured Exchange and Steps of xsite.conf's profiles" }
+  local names = {}
+  for n in pairs(st) do if n ~= name then names[#names + 1] = n end end
+  table.sort(names)
+  for _, n in ipairs(names) do
+    local e = st[n]
+    lines[#lines + 1] = string.format("ProfileName=%s%s%s", n, e.exchange and string.format(" Exchange=%.0f",
+      e.exchange) or "", e.steps and string.format(" Steps=%d", e.steps) or "")
+  end
+  lines[#lines + 1] = line
+  local tmp = path .. ".tmp"
+  local f, ferr = io.open(tmp, "w")
+  if not f then return nil, ferr end
+  f:write(table.concat(lines, "\n"), "\n")
+  f:close()
+  local ok, mverr = os.rename(tmp, path)
+  if not ok then os.remove(tmp) return nil, mverr end
+  return true
+end
+
+M.tune = function(args, io_, global)
+  local opts, code = command_options("tune", args, { profile = true, apply = false, json = false,
+    ["report-dir"] = true }, io_)
+  if not opts then return code end
+  if not opts.profile or opts.profile == "" then
+    err(io_, "xsite tune: --profile: which profile? (a name of xsite.conf, or op=…,b=…,x=…)\n")
+    return 2
+  end
+  local cfg = load_config(global.config, io_)
+  if not cfg then return 1 end
+  local name = opts.profile
+  local prof = cfg.profile_by_name[name]
+  if not prof and not name:find("=") then
+    local _, perr = profile.resolve(name, cfg)
+    err(io_, "xsite tune: --profile: %s\n", perr)
+    return 2
+  end
+  if prof and prof.template then
+    err(io_, "xsite tune: --profile: %s uses Template=%s: its exchange follows the template's size;"
+      .. " xsite tune fits profiles given by Ops, Bytes and Exchange\n", name, prof.template)
+    return 2
+  end
+  local dir = opts["report-dir"] or cfg.policy.report_dir
+  local records, bad = read_records(dir, io_)
+  local obs, skipped = fit.observations(records, name)
+  local r, ferr = fit.fit(obs)
+  if not r then
+    err(io_, "xsite tune: profile %s: %s (%d records read in %s, %d of this profile, %d unreadable)\n", name,
+      ferr, #records, dir, #obs + #skipped, bad)
+    return 1
+  end
+  local line = fit.line(name, r, prof and prof.iterations)
+  if opts.json then
+    out(io_, "%s\n", json.encode({ profile = name, jobs = r.jobs, exchange = r.exchange, steps = r.steps,
+      ratio_before = r.ratio or json.null, median_error = r.median_error, worst_error = r.worst_error,
+      errors = json.array(r.errors), skipped = json.array(skipped), line = line }))
+  else
+    out(io_, "profile %s: %d job(s) spanned the link with an MPI traffic record (%d records read)\n", name,
+      r.jobs, #records)
+    for i, o in ipairs(obs) do
+      local e = r.errors[i]
+      out(io_, "  job %-8s %d+%d nodes, %s in %d messages across: exchange %s, steps %.0f;"
+        .. " the fit predicts %s (%+.1f %%)\n", o.job, o.nA, o.nB, report.si(o.bytes, "B"), o.messages,
+        report.si(o.bytes / o.f, "B"), o.messages / (2 * o.flows), report.si(e.predicted, "B"), e.error * 100)
+    end
+    for _, s in ipairs(skipped) do out(io_, "  job %-8s left out: %s\n", s.job, s.why) end
+    if r.ratio then
+      out(io_, "  before: the jobs moved %.2fx the bytes across that the profile predicted (median)\n", r.ratio)
+    end
+    out(io_, "  fit: median error %.1f %%, worst %.1f %% over %d job(s)%s\n", r.median_error * 100,
+      r.worst_error * 100, r.jobs, r.jobs == 1 and " (one job: no spread to judge the fit by)" or "")
+    out(io_, "  suggested: %s\n", line)
+  end
+  if opts.apply then
+    if not prof then
+      err(io_, "xsite tune: --apply: %s is not a profile of %s; add it there first\n", name, cfg.file)
+      return 1
+    end
+    local path = cfg.policy.profile_state_file
+    if not path then
+      err(io_, "xsite tune: --apply: no ProfileStateFile in %s\n", cfg.file)
+      return 1
+    end
+    local ok, werr = write_profile_state(path, name, line)
+    if not ok then err(io_, "xsite tune: --apply: %s\n", werr) return 1 end
+    err(io_, "xsite tune: wrote %s: the policy's next decisions for %s use it\n", path, name)
+  end
+  return 0
+end
+
 --- Run the command line.
 -- @param args array of arguments
 -- @param io_ optional { stdout, stderr } (default io.stdout, io.stderr)
@@ -818,7 +958,8 @@ function M.main(args, io_)
     return 2
   end
   local f = ({ check = M.check, model = M.model, explain = M.explain, map = M.map,
-    calibrate = M.calibrate, ["tune-mpi"] = M["tune-mpi"], replay = M.replay, report = M.report })[cmd]
+    calibrate = M.calibrate, ["tune-mpi"] = M["tune-mpi"], replay = M.replay, report = M.report,
+    tune = M.tune })[cmd]
   if not f then
     err(io_, "xsite: unknown command '%s' (try: xsite --help)\n", cmd)
     return 2

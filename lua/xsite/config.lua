@@ -139,6 +139,7 @@ local SCHEMA = {
     { "LinkStateFile", "link_state_file", path },
     { "FailMode", "fail_mode", enum({ "open", "closed" }) },
     { "ReportDir", "report_dir", path },
+    { "ProfileStateFile", "profile_state_file", path },
   },
 }
 
@@ -535,38 +536,102 @@ local STATE_KEYS = {
   time = { "Time", "time", integer(0) },
 }
 
+-- Call fn(line number, key=value pairs) for each logical line of a state
+-- file, until it returns nil and a message.
+-- @return true, or nil and "file:line: message"
+local function each_state_line(text, filename, fn)
+  for _, l in ipairs(logical_lines(text or "")) do
+    local kv, terr = tokenize(l.text)
+    if not kv then return nil, string.format("%s:%d: %s", filename, l.line, terr) end
+    local ok, err = fn(l.line, kv)
+    if not ok then return nil, string.format("%s:%d: %s", filename, l.line, err) end
+  end
+  return true
+end
+
+-- A value checked by its schema entry { Key, field, checker }.
+-- @return the value, or nil and "Key: message"
+local function state_value(e, text)
+  local v, verr = e[3](text)
+  if v == nil then return nil, e[1] .. ": " .. verr end
+  return v
+end
+
 --- Parse a link state file, as `xsite calibrate` writes it:
 -- `State=up|degraded|down [Bandwidth=…] [Latency=…] [Time=<epoch>]`.
 -- @return the state table, or nil and a message naming file:line and key
 function M.parse_link_state(text, filename)
   filename = filename or "link state"
   local st = {}
-  for _, l in ipairs(logical_lines(text or "")) do
-    local kv, terr = tokenize(l.text)
-    if not kv then return nil, string.format("%s:%d: %s", filename, l.line, terr) end
+  local ok, err = each_state_line(text, filename, function(_, kv)
     for _, pair in ipairs(kv) do
       local e = STATE_KEYS[pair[1]:lower()]
-      if not e then
-        return nil, string.format("%s:%d: %s: unknown key", filename, l.line, pair[1])
-      end
-      local v, verr = e[3](pair[2])
-      if v == nil then return nil, string.format("%s:%d: %s: %s", filename, l.line, e[1], verr) end
+      if not e then return nil, pair[1] .. ": unknown key" end
+      local v, verr = state_value(e, pair[2])
+      if v == nil then return nil, verr end
       st[e[2]] = v
     end
-  end
+    return true
+  end)
+  if not ok then return nil, err end
   if not st.state then return nil, filename .. ": State: missing" end
   return st
 end
 
---- Read the link state file, if there is one.
--- @return the state, or nil when the file does not exist, or nil and a message
-function M.load_link_state(filename)
+--- Parse a profile state file, as `xsite tune --apply` writes it: lines
+-- `ProfileName=NAME [Exchange=BYTES] [Steps=N]`, the measured values of
+-- xsite.conf's profiles (xsite.fit), with xsite.conf's syntax and checks.
+-- @return a table name -> { exchange, steps, line }, or nil and a message
+--   naming file:line and key
+function M.parse_profile_state(text, filename)
+  filename = filename or "profile state"
+  local out = {}
+  local ok, err = each_state_line(text, filename, function(line, kv)
+    if #kv == 0 then return true end
+    if kv[1][1]:lower() ~= "profilename" then return nil, kv[1][1] .. ": a line starts with ProfileName=" end
+    local entry = { line = line }
+    for i, pair in ipairs(kv) do
+      local key = pair[1]:lower()
+      local e = KEYS.profile[key]
+      if not e or (i > 1 and key ~= "exchange" and key ~= "steps") then
+        return nil, pair[1] .. ": unknown key (ProfileName, Exchange, Steps)"
+      end
+      local v, verr = state_value(e, pair[2])
+      if v == nil then return nil, verr end
+      entry[e[2]] = v
+    end
+    if out[entry.name] then
+      return nil, string.format("ProfileName: %s given twice (first at line %d)", entry.name,
+        out[entry.name].line)
+    end
+    out[entry.name] = entry
+    return true
+  end)
+  if not ok then return nil, err end
+  return out
+end
+
+-- A state file read with its parser: nil when it does not exist.
+local function load_state(filename, parse)
   local text, err, missing = M.read_file(filename)
   if not text then
     if missing then return nil end
     return nil, err
   end
-  return M.parse_link_state(text, filename)
+  return parse(text, filename)
+end
+
+--- Read the profile state file, if there is one.
+-- @return the table of `parse_profile_state`, or nil when the file does not
+--   exist, or nil and a message
+function M.load_profile_state(filename)
+  return load_state(filename, M.parse_profile_state)
+end
+
+--- Read the link state file, if there is one.
+-- @return the state, or nil when the file does not exist, or nil and a message
+function M.load_link_state(filename)
+  return load_state(filename, M.parse_link_state)
 end
 
 --- The other site.

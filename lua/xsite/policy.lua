@@ -153,7 +153,8 @@ end
 --   `affinity` (`--site-affinity`, nil for the configured default),
 --   `profile` (`--comm-profile`, nil for the default), `features` (the user's
 --   constraint), `time_limit` (seconds, optional), `topology` (true when
---   topology/tree is configured), `link_state` (optional: `{ state, bandwidth, latency }`)
+--   topology/tree is configured), `link_state` (optional: `{ state, bandwidth, latency }`),
+--   `profile_state` (optional: measured profiles, xsite.config.parse_profile_state)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
 --   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
 --   `wait4switch`, `message` (one line for the user), `record`, `prediction`
@@ -211,7 +212,7 @@ function M.decide(req)
   if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
   local target = cfg.site_by_name[affinity]
 
-  local prof, perr = profile.resolve(req.profile, cfg)
+  local prof, perr = profile.resolve(req.profile, cfg, req.profile_state)
   if not prof then
     return finish("reject", "bad-request", "--comm-profile: " .. perr)
   end

@@ -66,11 +66,27 @@ end
 
 local explicit_cache, explicit_cache_size = {}, 0
 
+-- A profile with the measured fields of its profile state entry, made once
+-- per entry (so that the model's remembered evaluations stay valid).
+local function tuned_profile(p, entry)
+  local merged = entry.merged
+  if merged and merged.base == p then return merged.profile end
+  local t = {}
+  for k, v in pairs(p) do t[k] = v end
+  t.exchange = entry.exchange or p.exchange
+  t.steps = entry.steps or p.steps
+  t.measured = true
+  entry.merged = { base = p, profile = t }
+  return t
+end
+
 --- Resolve a `--comm-profile` value against a configuration.
 -- @param spec the value, or nil for the configuration's DefaultProfile
 -- @param cfg a configuration from xsite.config
+-- @param tuned optional profile state (xsite.config.parse_profile_state):
+--   a named profile there takes its measured Exchange and Steps
 -- @return profile, or nil and a message
-function M.resolve(spec, cfg)
+function M.resolve(spec, cfg, tuned)
   if spec == nil or spec == "" then
     spec = cfg.policy.default_profile
     if not spec then return nil, "no --comm-profile given and no DefaultProfile configured" end
@@ -94,6 +110,7 @@ function M.resolve(spec, cfg)
     return nil, string.format("unknown profile '%s' (known: %s; or op=…,b=…,x=…)", spec,
       #names > 0 and table.concat(names, ", ") or "none")
   end
+  if tuned and tuned[spec] and not p.template then return tuned_profile(p, tuned[spec]) end
   return p
 end
 

@@ -72,7 +72,7 @@ M.place = place
 
 local function profile_fields(p)
   local app = model.app(p, 1)
-  return { label = profile.label(p), ops = app.ops, bytes = app.bytes,
+  return { label = profile.label(p), source = p.measured and "measured" or "config", ops = app.ops, bytes = app.bytes,
     exchange = p.template and json.null or app.exchange, steps = app.steps,
     pattern = app.pattern, template = p.template or json.null, size = p.size or json.null }
 end
@@ -97,8 +97,9 @@ end
 -- @param a { job, step, user, uid, job_nodes, step_nodes, profile (the
 --   --comm-profile value, may be nil), start (epoch seconds) }
 -- @param state the link state (xsite.config.load_link_state), or nil
+-- @param tuned the profile state (xsite.config.load_profile_state), or nil
 -- @return the record (a table)
-function M.step_start(cfg, a, state)
+function M.step_start(cfg, a, state, tuned)
   local notes = json.array({})
   local nodes, err = place(cfg, a.job_nodes)
   if not nodes then error("SLURM_JOB_NODELIST: " .. err, 0) end
@@ -115,7 +116,7 @@ function M.step_start(cfg, a, state)
   if nodes.outside > 0 then
     notes[#notes + 1] = string.format("%d node(s) of the job are in no site of %s", nodes.outside, cfg.file)
   end
-  local prof, perr = profile.resolve(a.profile, cfg)
+  local prof, perr = profile.resolve(a.profile, cfg, tuned)
   if prof then
     rec.profile = profile_fields(prof)
     if nodes.split[1] + nodes.split[2] > 0 then

@@ -133,6 +133,11 @@ local function link_state()
   return (config.load_link_state(cfg.policy.link_state_file))
 end
 
+local function profile_state()
+  if not cfg.policy.profile_state_file then return nil end
+  return (config.load_profile_state(cfg.policy.profile_state_file))
+end
+
 --- The record of a step whose tasks start (xsite.report.step_start), as
 -- JSON text the plugin keeps until the step ends.
 -- @param profile_value the --comm-profile value, or "" for none
@@ -140,7 +145,8 @@ end
 function M.step_start(job, step, user, uid, job_nodes, step_nodes, profile_value, start)
   local rec = report.step_start(cfg, { job = job, step = step, user = user, uid = uid,
     job_nodes = job_nodes, step_nodes = step_nodes,
-    profile = profile_value ~= "" and profile_value or nil, start = tonumber(start) }, link_state())
+    profile = profile_value ~= "" and profile_value or nil, start = tonumber(start) }, link_state(),
+    profile_state())
   return json.encode(rec)
 end
 

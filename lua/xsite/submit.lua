@@ -111,23 +111,30 @@ end
 function M.setup(conf_path, opts)
   opts = opts or {}
   state.conf = config.cache(conf_path, opts.interval, opts.clock)
-  state.link = nil
-  state.link_path = nil
+  state.files = {}
   state.interval, state.clock = opts.interval, opts.clock
   state.topology = M.uses_topology_tree(opts.slurm_conf)
 end
 
-local function link_state(cfg, slurm)
-  local path = cfg.policy.link_state_file
+-- The files `xsite calibrate` and `xsite tune --apply` write, each cached
+-- like the configuration: the key naming it, its parser, what it holds.
+local STATE_FILES = {
+  link = { "link_state_file", config.parse_link_state, "link state" },
+  profiles = { "profile_state_file", config.parse_profile_state, "profile state" },
+}
+
+local function state_file(cfg, slurm, which)
+  local f = STATE_FILES[which]
+  local path = cfg.policy[f[1]]
   if not path then return nil end
-  if state.link_path ~= path then
-    state.link = config.cache(path, state.interval, state.clock,
-      { parse = config.parse_link_state, missing_ok = true })
-    state.link_path = path
+  local c = state.files[which]
+  if not c or c.filename ~= path then
+    c = config.cache(path, state.interval, state.clock, { parse = f[2], missing_ok = true })
+    state.files[which] = c
   end
-  local st, err, fresh = state.link.get()
+  local st, err, fresh = c.get()
   if fresh then
-    slurm.log_error("xsite: %s; using the last good link state", err)
+    slurm.log_error("xsite: %s; using the last good %s", err, f[3])
   end
   return st
 end
@@ -168,7 +175,8 @@ local function decide(job_desc, slurm, flags)
     req_nodes = job_desc.req_nodes,
     time_limit = set(tl) and tl * 60 or nil,
     topology = state.topology,
-    link_state = link_state(cfg, slurm),
+    link_state = state_file(cfg, slurm, "link"),
+    profile_state = state_file(cfg, slurm, "profiles"),
   })
   slurm.log_info("xsite: job of uid %s: %s", tostring(job_desc.user_id), d.record)
   if d.why ~= "off" then slurm.log_user("%s", d.message) end

@@ -13,10 +13,11 @@ bats_require_minimum_version 1.5.0
 
 U1=xsite-t1
 U2=xsite-t2
-# a ping-pong of 4 KiB, 100 + 10 warm-up round trips between alpha1 and beta1
+# a ping-pong of 4 KiB, 100 + 10 warm-up round trips between alpha1 and beta1,
+# submitted with the testbed's profile "solver" (Exchange=100GB Steps=100000:
+# far more than it does)
 SIZE=4096
 ROUNDS=110
-PROFILE=op=1e9,b=1GB,x=1MB,steps=10,pattern=halo1d
 
 # xsite CMD...: the command on the head, as root, with the testbed's library
 xsite() {
@@ -48,10 +49,20 @@ report_of() {
 
 # field JSON EXPR: a value of the record, through the project's JSON reader
 field() {
-	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_REPO/lua/?.lua;'..package.path
+	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_LUADIR/?.lua;'..package.path
 		local r = assert(require('xsite.json').decode(os.getenv('XSITE_JSON')))
 		local v = r$2
 		print(type(v) == 'table' and require('xsite.json').encode(v) or tostring(v))"
+}
+
+# step_of JSON STEP: the entry of STEP in a record's steps (they are in the
+# order their processes ended, which need not be the order they ran in)
+step_of() {
+	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_REPO/lua/?.lua;'..package.path
+		local json = require('xsite.json')
+		for _, s in ipairs(assert(json.decode(os.getenv('XSITE_JSON'))).steps) do
+			if s.step == '$2' then print(json.encode(s)) end
+		end"
 }
 
 # submit USER ARGS...: sbatch as USER from the user's directory; prints the job id
@@ -77,8 +88,7 @@ setup_file() {
 			printf '%s\n' "$user" >>"$BATS_FILE_TMPDIR/users-made"
 		fi
 	done
-	tb --accounting up 2>&1 | tap_note
-	[[ ${PIPESTATUS[0]} == 0 ]] || return 1
+	xt_up --accounting || return 1
 	build_pingpong
 	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
 	work=$XT_STATE/work/libxsite
@@ -96,7 +106,7 @@ setup_file() {
 	printf '#!/bin/bash\nsrun -n2 --mpi=pmix env LD_PRELOAD=%s %s -s %d -n %d -w %d -t 60\n' \
 		"$work/libxsite.so" "$XT_STATE/work/pingpong" "$SIZE" 100 10 >"$XT_STATE/work/$U1/pingpong.sh"
 	chmod 755 "$XT_STATE/work/$U1/pingpong.sh"
-	JOB=$(submit "$U1" -N2 -w alpha1,beta1 --site-affinity=span --comm-profile="$PROFILE" \
+	JOB=$(submit "$U1" -N2 -w alpha1,beta1 --site-affinity=span --comm-profile=solver \
 		--xsite-report -o out-%j.txt ./pingpong.sh)
 	export JOB
 	wait_job "$JOB"
@@ -119,8 +129,9 @@ setup() {
 }
 
 @test "a spanning job's record has its placement, prediction, time and the bytes that crossed the link" {
-	local rec steps
-	rec=$(report_of "$JOB" batch)
+	local rec s0 sb
+	report_of "$JOB" batch >/dev/null
+	rec=$(report_of "$JOB" 0)
 	run -0 field "$rec" .schema
 	assert_output xsite-report
 	run -0 field "$rec" .version
@@ -132,26 +143,31 @@ setup() {
 	run -0 field "$rec" .spanning
 	assert_output true
 	run -0 field "$rec" .profile.label
-	assert_output "$PROFILE"
+	assert_output solver
+	run -0 field "$rec" .profile.source
+	assert_output config
 	run -0 field "$rec" .link.latency
 	assert_output 0.001
-	steps=$(field "$rec" .steps)
+	run -0 field "$rec" '.steps[3]'
+	assert_output nil
+	s0=$(step_of "$rec" 0)
+	sb=$(step_of "$rec" batch)
 	# step 0: the ping-pong; its bytes across, exactly: the rounds both ways
 	# plus the host name rank 1 sends ("beta1" and its NUL)
-	run -0 field "$steps" '[1].step'
-	assert_output 0
-	run -0 field "$steps" '[1].mpi.p2p_bytes'
+	run -0 field "$s0" .mpi.p2p_bytes
 	assert_output $((2 * ROUNDS * SIZE + 6))
-	run -0 field "$steps" '[1].mpi.p2p_messages'
+	run -0 field "$s0" .mpi.p2p_messages
 	assert_output $((2 * ROUNDS + 1))
-	run -0 field "$steps" '[1].mpi.matrix[1][2]'
+	run -0 field "$s0" '.mpi.matrix[1][2]'
 	assert_output $((ROUNDS * SIZE))
-	run -0 field "$steps" '[2].step'
-	assert_output batch
-	run -0 field "$steps" '[2].mpi'
+	run -0 field "$s0" .nodes.split
+	assert_output '[1,1]'
+	run -0 field "$sb" .mpi
 	assert_output null
+	run -0 field "$sb" .nodes.split
+	assert_output '[1,0]'
 	# the batch step holds step 0: it lasts longer
-	fcmp 'a > 0 && b >= a' "$(field "$steps" '[1].elapsed')" "$(field "$steps" '[2].elapsed')"
+	fcmp 'a > 0 && b >= a' "$(field "$s0" .elapsed)" "$(field "$sb" .elapsed)"
 	# libxsite's own file is taken into the record and removed
 	run -0 find "$XT_STATE/reports/$JOB/mpi" -type f
 	assert_output ''
@@ -172,7 +188,11 @@ setup() {
 @test "--xsite-report puts the user's own copy in the job's working directory" {
 	local copy=$XT_STATE/work/$U1/xsite-report-$JOB.json
 	report_of "$JOB" batch >/dev/null
-	for _ in $(seq 1 50); do [[ -f $copy ]] && grep -q '"step":"batch"' "$copy" && break; sleep 0.1; done
+	report_of "$JOB" 0 >/dev/null
+	for _ in $(seq 1 50); do
+		[[ -f $copy ]] && grep -q '"step":"batch"' "$copy" && grep -q '"step":"0"' "$copy" && break
+		sleep 0.1
+	done
 	run -0 stat -c '%U' "$copy"
 	assert_output "$U1"
 	cmp "$copy" "$XT_STATE/reports/$JOB/report.json"
@@ -185,7 +205,7 @@ setup() {
 	assert_line --regexp '^  decision:   span \(user-nodes\), predicted slowdown [0-9.]+ at submission$'
 	assert_line '  placement:  alpha:1 + beta:1 nodes, across the link'
 	assert_line --regexp '^              [0-9.]+ kB in 221 messages across the link'
-	assert_line --regexp '^  verdict:    '
+	assert_line --regexp '^  verdict:    model overestimated link traffic [0-9.]+x: profile solver needs updating \(xsite tune --profile solver\)$'
 }
 
 @test "xsite report --json and --svg" {
@@ -232,10 +252,9 @@ setup() {
 	chmod 755 "$XT_STATE/work/$U1/plant.sh"
 	id=$(submit "$U1" -N1 -o out-%j.txt ./plant.sh)
 	wait_job "$id"
-	rec=$(report_of "$id" batch)
-	run -0 field "$rec" '.steps[2].step'
-	assert_output 1
-	run -0 field "$rec" '.steps[2].notes[1]'
+	report_of "$id" batch >/dev/null
+	rec=$(report_of "$id" 1)
+	run -0 field "$(step_of "$rec" 1)" '.notes[1]'
 	assert_output 'MPI traffic record traffic-1.json ignored: a symbolic link'
 	[[ $rec != *root:* ]]
 }
@@ -266,4 +285,44 @@ setup() {
 		report "$id"
 	assert_line --regexp '^  decision:   pin \(user-pin\)'
 	assert_line --regexp '^  verdict:    ran at (alpha|beta) only: the link was not used$'
+}
+
+# decision_of_solver: the policy's record for a held 2-node job of profile solver
+decision_of_solver() {
+	local id
+	id=$(submit "$U1" -N2 --hold --comm-profile=solver -o /dev/null --wrap true)
+	on_head scontrol show job "$id" | sed -n 's/^ *AdminComment=//p'
+	on_head scancel "$id"
+}
+
+@test "xsite tune fits the profile to the record, and with --apply the next decision uses it" {
+	local bytes rec
+	report_of "$JOB" batch >/dev/null
+	rec=$(report_of "$JOB" 0)
+	bytes=$(field "$(step_of "$rec" 0)" .mpi.cross_bytes)
+	# as configured, 100 GB and 100000 steps across a 1 ms link: pinned
+	run -0 decision_of_solver
+	assert_output --regexp 'action=pin why=slowdown'
+	run -0 --separate-stderr xsite tune --profile solver
+	assert_line --regexp '^profile solver: 1 job\(s\) spanned the link with an MPI traffic record \([0-9]+ records read\)$'
+	assert_line --regexp "^  job $JOB +1\\+1 nodes, .* \\(\\+0\\.0 %\\)$"
+	assert_line '  before: the jobs moved 0.00x the bytes across that the profile predicted (median)'
+	assert_line --regexp "^  suggested: ProfileName=solver Exchange=$bytes Steps=11[01]$"
+	# the policy reads ProfileStateFile (a change of xsite.conf is seen within 5 s)
+	printf 'ProfileStateFile=%s/run/profiles.state\n' "$XT_STATE" >>"$XT_STATE/etc/xsite.conf"
+	run -0 --separate-stderr xsite tune --profile solver --apply
+	assert_equal "$stderr" "xsite tune: wrote $XT_STATE/run/profiles.state: the policy's next decisions for solver use it"
+	run -0 grep -c "^ProfileName=solver Exchange=$bytes Steps=11[01]$" "$XT_STATE/run/profiles.state"
+	sleep 6
+	run -0 decision_of_solver
+	assert_output --regexp 'action=span why=within'
+}
+
+@test "xsite tune: a profile without data, an unknown profile, no profile" {
+	run -1 --separate-stderr xsite tune --profile low
+	[[ $stderr == "xsite tune: profile low: no job with this profile spanned the link with an MPI traffic record ("* ]]
+	run -2 --separate-stderr xsite tune --profile nosuch
+	[[ $stderr == "xsite tune: --profile: unknown profile 'nosuch'"* ]]
+	run -2 --separate-stderr xsite tune
+	[[ $stderr == "xsite tune: --profile: which profile?"* ]]
 }

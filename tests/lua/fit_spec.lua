@@ -1,0 +1,88 @@
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local fit = require("xsite.fit")
+local report = require("xsite.report")
+local config = require("xsite.config")
+local profile = require("xsite.profile")
+local policy = require("xsite.policy")
+local json = require("xsite.json")
+
+local function cfg(extra)
+  return h.two_sites(4, 4, "ProfileName=halo Ops=1e10 Bytes=1GB Exchange=10GB Steps=100000 Pattern=halo1d"
+    .. " Iterations=2\n" .. (extra or ""))
+end
+
+-- A job's record with the traffic libxsite would have counted.
+local function job(c, id, nodes, bytes, messages, label)
+  local rec = report.step_start(c, { job = tostring(id), step = "0", user = "u", uid = "1", job_nodes = nodes,
+    profile = label or "halo", start = 0 })
+  local t = json.encode({ version = 1, job = id, ranks = 2,
+    cross = { bytes = bytes, messages = messages, p2p_bytes = bytes, p2p_messages = messages,
+      coll_bytes = 0, coll_messages = 0 } })
+  return (report.step_end(json.encode(rec), 10, bytes and t or nil, bytes and nil or "none"))
+end
+
+describe("xsite.fit", function()
+  it("estimates exchange and steps in the model's terms, and predicts each job with the fit", function()
+    local c = cfg()
+    -- halo1d across 1+1 nodes: f = 1, one flow; across 2+2: f = 1/3, one flow
+    local recs = { job(c, 1, "a1,b1", 1000, 220), job(c, 2, "a[1-2],b[1-2]", 1000 / 3, 220),
+      job(c, 3, "a[1-3]", 0, 0), job(c, 4, "a1,b1"), job(c, 5, "a1,b1", 5, 5, "other") }
+    local obs, skipped = fit.observations(recs, "halo")
+    assert.are.equal(2, #obs)
+    assert.are.same({ { job = "3", why = "ran at one site" }, { job = "4", why = "no MPI traffic record" } },
+      skipped)
+    local r = assert(fit.fit(obs))
+    assert.is_near(1000, r.exchange, 1e-6)
+    assert.are.equal(110, r.steps)
+    assert.is_near(0, r.median_error, 1e-9)
+    assert.is_near(1000 / 20e9, r.ratio, 1e-12)
+    -- the fit is per run; the profile line is per iteration
+    assert.are.equal("ProfileName=halo Exchange=500 Steps=55", fit.line("halo", r, 2))
+  end)
+
+  it("takes the median: one odd job does not move the fit, and shows as a large error", function()
+    local c = cfg()
+    local recs = { job(c, 1, "a1,b1", 1000, 20), job(c, 2, "a1,b1", 1100, 22), job(c, 3, "a1,b1", 90000, 20) }
+    local r = assert(fit.fit((fit.observations(recs, "halo"))))
+    assert.are.equal(1100, r.exchange)
+    assert.is_near(0.0909, r.median_error, 1e-3)
+    assert.is_near(90000 / 1100 - 1, r.worst_error, 1e-9)
+  end)
+
+  it("says when there is nothing to fit", function()
+    local r, err = fit.fit({})
+    assert.is_nil(r)
+    assert.matches("no job with this profile spanned the link", err)
+  end)
+
+  it("the profile state overrides Exchange and Steps of a named profile in the policy's decision", function()
+    local c = cfg()
+    local before = policy.decide({ cfg = c, nodes = 2, profile = "halo" })
+    assert.are.equal("pin", before.action)
+    assert.are.equal("slowdown", before.why)
+    local st = assert(config.parse_profile_state("# fitted\nProfileName=halo Exchange=500 Steps=55\n", "p.state"))
+    local after = policy.decide({ cfg = c, nodes = 2, profile = "halo", profile_state = st })
+    assert.are.equal("span", after.action)
+    local p = profile.resolve("halo", c, st)
+    assert.are.equal(500, p.exchange)
+    assert.are.equal(55, p.steps)
+    assert.is_true(p.measured)
+    assert.are.equal(p, profile.resolve("halo", c, st), "one merged profile per state entry")
+    assert.are.equal(10e9, profile.resolve("halo", c).exchange, "the configured profile is unchanged")
+  end)
+
+  it("reads the profile state with xsite.conf's checks, naming file:line and key", function()
+    for text, msg in pairs({
+      ["Exchange=5"] = "p:1: Exchange: a line starts with ProfileName=",
+      ["ProfileName=x Ops=5"] = "p:1: Ops: unknown key %(ProfileName, Exchange, Steps%)",
+      ["ProfileName=x Exchange=lots"] = "p:1: Exchange: ",
+      ["ProfileName=x Steps=1.5"] = "p:1: Steps: ",
+      ["ProfileName=x\n\nProfileName=x"] = "p:3: ProfileName: x given twice %(first at line 1%)",
+    }) do
+      local st, err = config.parse_profile_state(text, "p")
+      assert.is_nil(st)
+      assert.matches(msg, err)
+    end
+    assert.are.same({}, config.parse_profile_state("# nothing yet\n", "p"))
+  end)
+end)
