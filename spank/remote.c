@@ -18,15 +18,14 @@
  * tune_mpi() and lua/xsite/tune.lua).
  *
  * With report=yes (the default), each step also goes into the job's record
- * in ReportDir (report.c).  In init_post_opt (slurmstepd is still root
- * there; user_init runs with the user's ids) on every node the job's
- * directory is made and
- * XSITE_TRAFFIC_FILE points libxsite at the step's traffic record (unless
- * the user set it); on the step's first node the placement, the prediction
- * and the link are taken when the tasks start (xsite.spank.step_start), and
- * added to report.json with the elapsed time and the traffic when the step
- * ends (xsite_remote_exit); then the --xsite-report copy is written with the
- * user's rights.
+ * in ReportDir (report.c).  In init_post_opt, where slurmstepd is still
+ * root (user_init runs with the user's ids), every node makes the job's
+ * directory and points libxsite at the step's traffic record through
+ * XSITE_TRAFFIC_FILE (unless the user set it); the step's first node takes
+ * the placement, the prediction and the link before the tasks start
+ * (xsite.spank.step_start).  At exit that node adds the step to report.json
+ * with its elapsed time and traffic, then writes the --xsite-report copy
+ * with the user's ids (xsite_remote_exit).
  *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
@@ -55,7 +54,10 @@
 #include "remote.h"
 #include "report.h"
 
-/* The step's record, kept from user_init to exit on the step's first node. */
+/* This node's coll/tuned rules file of the step (tune_mpi), removed at exit. */
+static char *rules_file;
+
+/* The step's record, kept from init_post_opt to exit on the step's first node. */
 static struct {
 	struct xsite_report_step step;
 	char *dir;		/* ReportDir */
@@ -131,14 +133,17 @@ static int export(spank_t sp, const char *name, const char *value)
  */
 static void tune_mpi(spank_t sp, struct xsite_lua *x)
 {
-	uint32_t jobid = 0;
-	char id[16], *env = NULL, *line, *next, *eq;
+	uint32_t jobid = 0, stepid = 0;
+	char id[48], step[16], *env = NULL, *line, *next, *eq;
 
-	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS) {
-		slurm_error("xsite: tune_mpi: no job id; no MPI tuning");
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS) {
+		slurm_error("xsite: tune_mpi: no job or step id; no MPI tuning");
 		return;
 	}
-	snprintf(id, sizeof(id), "%u", jobid);
+	if (xsite_report_step_name(stepid, step, sizeof(step)) == NULL)
+		return;
+	snprintf(id, sizeof(id), "%u.%s", jobid, step);
 	if (xsite_lua_tune_env(x, "/tmp", id, &env) < 0) {
 		slurm_error("xsite: %s", xsite_lua_error(x));
 		return;
@@ -151,6 +156,10 @@ static void tune_mpi(spank_t sp, struct xsite_lua *x)
 		if (eq == NULL)
 			continue;
 		*eq = '\0';
+		if (strcmp(line, "OMPI_MCA_coll_tuned_dynamic_rules_filename") == 0) {
+			free(rules_file);
+			rules_file = strdup(eq + 1);
+		}
 		if (export(sp, line, eq + 1) == 0)
 			slurm_verbose("xsite: tune_mpi: %s=%s", line, eq + 1);
 	}
@@ -246,7 +255,8 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 		pwp = NULL;
 	step_nodes = job_getenv(sp, "SLURM_STEP_NODELIST");
 	profile = job_flag(sp, XSITE_FLAG_PROFILE);
-	if (xsite_lua_call(x, "step_start", &rep.start, NULL, 8, id, rep.step.step, pwp ? pw.pw_name : uid, uid, nodelist,
+	if (xsite_lua_call(x, "step_start", &rep.start, NULL, 8, id, rep.step.step,
+			   pwp ? pw.pw_name : uid, uid, nodelist,
 			   step_nodes ? step_nodes : (stepid == SLURM_BATCH_SCRIPT ? host : ""),
 			   profile ? profile : "", start) < 0) {
 		err = xsite_fmt("%s", xsite_lua_error(x));
@@ -298,6 +308,12 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 	char *err = NULL, *text = NULL;
 	int lock = -1;
 
+	if (rules_file != NULL) {
+		if (unlink(rules_file) < 0 && errno != ENOENT)
+			slurm_info("xsite: tune_mpi: cannot remove %s: %s", rules_file, strerror(errno));
+		free(rules_file);
+		rules_file = NULL;
+	}
 	if (rep.start == NULL)
 		return;
 	x = xsite_lua_open(cfg->lua_path, &err);

@@ -97,17 +97,17 @@ end
 
 --- Open MPI tuning for a task of a job that spans the link (tune_mpi=yes):
 -- writes the coll/tuned rules file for the link (the measured one of the
--- LinkStateFile, else the configured one) to DIR/xsite-coll-rules.JOBID (the
--- node's own directory; rewritten whole by every step of the job, see
--- xsite.tune.write_file) and gives the environment that points Open MPI at it.
+-- LinkStateFile, else the configured one) to DIR/xsite-coll-rules.ID (the
+-- node's own directory; one file per step, which the plugin removes when the
+-- step ends) and gives the environment that points Open MPI at it.
 -- @param dir a directory of this node, e.g. "/tmp"
--- @param jobid the job's id (digits)
+-- @param jobid the job's id (digits), or JOBID.STEP (e.g. 42.0, 42.batch)
 -- @return "NAME=VALUE" lines, or nil and a message
 function M.tune_env(dir, jobid)
   if type(dir) ~= "string" or dir:sub(1, 1) ~= "/" then
     return nil, "tune_mpi: '" .. tostring(dir) .. "' is not an absolute directory"
   end
-  if type(jobid) ~= "string" or not jobid:match("^%d+$") then
+  if type(jobid) ~= "string" or not (jobid:match("^%d+$") or jobid:match("^%d+%.%w+$")) then
     return nil, "tune_mpi: '" .. tostring(jobid) .. "' is not a job id"
   end
   local state

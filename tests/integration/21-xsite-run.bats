@@ -221,8 +221,18 @@ check_site_major() {
 	local off=$output
 	printf '%s\n' "$span" "$one" "$off" | tap_note
 	assert_equal "$(wc -l <<<"$span")" 4
-	assert_equal "$(awk '{ sub(/[0-9]+$/, "N", $2); print $2, $3, $4, $5, $6, $7, $8 }' <<<"$span" | sort -u)" \
-		"/tmp/xsite-coll-rules.N # Open MPI coll/tuned dynamic rules"
+	assert_equal "$(awk '{ sub(/[0-9]+\.[0-9]+$/, "JOB.STEP", $2); print $2, $3, $4, $5, $6, $7, $8 }' <<<"$span" |
+		sort -u)" "/tmp/xsite-coll-rules.JOB.STEP # Open MPI coll/tuned dynamic rules"
 	assert_equal "$(awk '{ print $2 }' <<<"$one" | sort -u)" none
 	assert_equal "$(awk '{ print $2 }' <<<"$off" | sort -u)" none
+	# each node removes its step's rules file when the step ends (slurmstepd
+	# may still be at it when srun returns)
+	local i left
+	for ((i = 0; i < 10; i++)); do
+		left=$(on_head srun -N4 -n4 -w alpha1,alpha2,beta1,beta2 -t 1 \
+			sh -c 'ls /tmp | grep -c "^xsite-coll-rules\." || true' | sort -u)
+		[[ $left == 0 ]] && break
+		sleep 0.2
+	done
+	assert_equal "$left" 0
 }

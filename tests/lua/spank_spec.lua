@@ -74,8 +74,12 @@ describe("xsite.spank", function()
     local text = assert(io.open(path)):read("*a")
     assert.matches("^# Open MPI coll/tuned dynamic rules", text)
     assert.matches("\n5 # collectives\n", text)
-    -- a second step of the job rewrites the same file
+    -- a second run for the same id rewrites the same file; the plugin names
+    -- one file per step: JOBID.STEP
     assert(spank.tune_env(dir .. "/", "42"))
+    env = assert(spank.tune_env(dir, "42.batch"))
+    local want = "OMPI_MCA_coll_tuned_dynamic_rules_filename=" .. dir .. "/xsite-coll-rules.42.batch\n"
+    assert.is_truthy(env:find(want, 1, true))
   end)
 
   it("tune_env follows the measured link and refuses a down link or a bad job id", function()
