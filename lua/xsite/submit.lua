@@ -235,6 +235,10 @@ function M.job_modify(job_desc, job_rec, slurm)
         local cfg = state.conf.get()
         if cfg then job_desc.features = M.any_site(cfg) end
       end
+      -- Likewise the switch count xsite asked topology/tree for: 0 is none.
+      if prev and prev.wait4switch and rawget(view, "req_switch") == nil then
+        job_desc.req_switch = 0
+      end
     end
     return rc
   end)

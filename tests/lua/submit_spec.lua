@@ -207,4 +207,24 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_modify(change2, plain, s))
     assert.is_nil(change2.features)
   end)
+
+  it("drops the switch count it asked for when a modification no longer wants one site", function()
+    setup_conf(CONF, "TopologyPlugin=topology/tree\n")
+    local s = fake_slurm()
+    local env = { [0] = "XSITE_COMM_PROFILE=quiet" }
+    local j = job({ min_nodes = 2, time_limit = 600, spank_job_env = env })
+    submit.job_submit(j, s)
+    assert.are.equal(1, j.req_switch)
+    local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = env,
+      time_limit = 600 }
+    -- five nodes fit no site: no switch to wait for
+    local change = { min_nodes = 5 }
+    assert.are.equal(0, submit.job_modify(change, rec, s))
+    assert.matches("action=span why=within mode=enforce n=5", change.admin_comment)
+    assert.are.equal(0, change.req_switch)
+    -- three still fit one site: the job still waits for one switch
+    local again = { min_nodes = 3, time_limit = 600 }
+    assert.are.equal(0, submit.job_modify(again, rec, s))
+    assert.are.equal(1, again.req_switch)
+  end)
 end)
