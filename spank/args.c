@@ -190,6 +190,39 @@ static const char *check_path(const char *v)
 	return NULL;
 }
 
+/*
+ * A message for one log line: a control character a user typed into a
+ * value (a newline in --comm-profile) is shown as \n, \t or \xHH.
+ */
+static char *escape_controls(char *msg)
+{
+	const unsigned char *p;
+	char *out, *o;
+
+	if (msg == NULL)
+		return NULL;
+	for (p = (const unsigned char *)msg; *p != '\0' && *p >= 0x20 && *p != 0x7f; p++)
+		;
+	if (*p == '\0')
+		return msg;
+	out = malloc(strlen(msg) * 4 + 1);
+	if (out == NULL)
+		return msg;
+	for (p = (const unsigned char *)msg, o = out; *p != '\0'; p++) {
+		if (*p == '\n')
+			o += sprintf(o, "\\n");
+		else if (*p == '\t')
+			o += sprintf(o, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			o += sprintf(o, "\\x%02x", *p);
+		else
+			*o++ = (char)*p;
+	}
+	*o = '\0';
+	free(msg);
+	return out;
+}
+
 int xsite_args_check(const struct xsite_args *a, struct xsite_lua *x, char **err)
 {
 	char *label = NULL;
@@ -221,6 +254,7 @@ int xsite_args_check(const struct xsite_args *a, struct xsite_lua *x, char **err
 fail:
 	if (rc < 0 && *err == NULL)
 		*err = xsite_fmt("xsite: out of memory");
+	*err = escape_controls(*err);
 	free(label);
 	return rc;
 }

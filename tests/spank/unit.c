@@ -387,6 +387,14 @@ static void test_bridge(void)
 	diag("message", err);
 	free(err);
 	free(a.value[XSITE_FLAG_AFFINITY]);
+	a.value[XSITE_FLAG_AFFINITY] = strdup("al\npha\t\x01");
+	a.source[XSITE_FLAG_AFFINITY] = XSITE_SRC_FLAG;
+	rc = xsite_args_check(&a, x, &err);
+	ok(rc == -1 && has(err, "xsite: --site-affinity=al\\npha\\t\\x01: unknown site 'al") &&
+	   strchr(err, '\n') == NULL, "a value typed with a newline is shown on one line, escaped");
+	diag("message", err);
+	free(err);
+	free(a.value[XSITE_FLAG_AFFINITY]);
 	a.value[XSITE_FLAG_AFFINITY] = strdup("span");
 	a.source[XSITE_FLAG_AFFINITY] = XSITE_SRC_FLAG;
 	a.value[XSITE_FLAG_PROFILE] = strdup("op=1e9,b=zz,x=1");
