@@ -460,7 +460,7 @@ with_link_state() {
 
 @test "model with an unknown profile exits 2 and lists the known ones" {
   run -2 xsite --config "$TESTBED" model --profile gromacs
-  assert_output "xsite model: --profile: unknown profile 'gromacs' (known: high, low, medium, pingpong; or op=…,b=…,x=…)"
+  assert_output "xsite model: --profile: unknown profile 'gromacs' (known: high, low, medium, pingpong, solver; or op=…,b=…,x=…)"
 }
 
 @test "model --svg writes an SVG that xmllint accepts, with the title and axis labels" {

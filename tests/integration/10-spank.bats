@@ -250,7 +250,7 @@ nodes_not_drained() {
 	run ! --separate-stderr on_head srun -J xsite-bad-prof -N1 --comm-profile=op=1e9,b=1GB,x=1MB,pattern=ring true
 	stderr_has "srun: error: xsite: --comm-profile=op=1e9,b=1GB,x=1MB,pattern=ring: pattern: 'ring' is not one of"
 	run ! --separate-stderr on_head salloc -J xsite-bad-prof -N1 --comm-profile=gromacs true
-	stderr_has "salloc: error: xsite: --comm-profile=gromacs: unknown profile 'gromacs' (known: high, low, medium, pingpong; or op="
+	stderr_has "salloc: error: xsite: --comm-profile=gromacs: unknown profile 'gromacs' (known: high, low, medium, pingpong, solver; or op="
 	no_job_named xsite-bad-prof
 }
 
