@@ -25,7 +25,9 @@
  * the placement, the prediction and the link before the tasks start
  * (xsite.spank.step_start).  At exit that node adds the step to report.json
  * with its elapsed time and traffic, then writes the --xsite-report copy
- * with the user's ids (xsite_remote_exit).
+ * with the user's ids (xsite_remote_exit).  A record that cannot be made
+ * is logged in the slurmd log only (init_post_opt and exit run before and
+ * after the tasks); the step runs as ever.
  *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does

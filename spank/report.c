@@ -130,7 +130,7 @@ static int open_spool(const char *dir, struct stat *st, char **err)
 	}
 	if (fstat(fd, st) < 0 || st->st_uid != 0 || (st->st_mode & (S_IWGRP | S_IWOTH))) {
 		*err = xsite_fmt("ReportDir %s: must be a directory of root's that only root can write "
-				 "(chown root %s; chmod go-w %s); no record", dir, dir, dir);
+				 "(chown root %s; chmod go-w %s)", dir, dir, dir);
 		close(fd);
 		return -1;
 	}
@@ -160,7 +160,7 @@ static int open_job(const char *dir, const struct xsite_report_step *st, gid_t *
 	fd = openat(spool, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	close(spool);
 	if (fd < 0 || fstat(fd, &js) < 0 || js.st_uid != 0) {
-		*err = xsite_fmt("ReportDir %s: %s/ is not root's directory; no record", dir, name);
+		*err = xsite_fmt("ReportDir %s: %s/ is not root's directory", dir, name);
 		if (fd >= 0)
 			close(fd);
 		return -1;

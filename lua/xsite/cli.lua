@@ -243,6 +243,23 @@ local function load_config(path, io_)
   return cfg
 end
 
+-- The state files the policy reads besides xsite.conf: the measured link
+-- (LinkStateFile) and the measured profiles (ProfileStateFile).  A broken
+-- one is named on stderr and left out, as the policy does.
+-- @return link state or nil, profile state or nil
+local function state_files(cfg, cmd, io_)
+  local link, profiles, e
+  if cfg.policy.link_state_file then
+    link, e = config.load_link_state(cfg.policy.link_state_file)
+    if e then err(io_, "xsite %s: %s (using the configured link)\n", cmd, e) end
+  end
+  if cfg.policy.profile_state_file then
+    profiles, e = config.load_profile_state(cfg.policy.profile_state_file)
+    if e then err(io_, "xsite %s: %s (using the configured profiles)\n", cmd, e) end
+  end
+  return link, profiles
+end
+
 -- A comma-separated list of quantities, with integer ranges for counts.
 local function parse_list(text, kind, flag)
   local outl = {}
@@ -289,7 +306,8 @@ function M.model(args, io_, global)
   if not opts.profile then err(io_, "xsite model: --profile is required\n") return 2 end
   local cfg = load_config(global.config, io_)
   if not cfg then return 1 end
-  local prof, perr = profile.resolve(opts.profile, cfg)
+  local _, measured = state_files(cfg, "model", io_)
+  local prof, perr = profile.resolve(opts.profile, cfg, measured)
   if not prof then err(io_, "xsite model: --profile: %s\n", perr) return 2 end
 
   local total = #cfg.sites[1].nodes + #cfg.sites[2].nodes
@@ -404,15 +422,10 @@ function M.explain(args, io_, global)
   end
   local cfg = load_config(global.config, io_)
   if not cfg then return 1 end
-  local state
-  if cfg.policy.link_state_file then
-    local serr
-    state, serr = config.load_link_state(cfg.policy.link_state_file)
-    if serr then err(io_, "xsite explain: %s (using the configured link)\n", serr) end
-  end
+  local state, measured = state_files(cfg, "explain", io_)
   local d = policy.decide({ cfg = cfg, nodes = n, affinity = opts["site-affinity"],
     profile = opts["comm-profile"], features = opts.constraint, time_limit = limit,
-    topology = true, link_state = state })
+    topology = true, link_state = state, profile_state = measured })
   if opts.json then
     local p = d.prediction
     out(io_, "%s\n", json.encode({
@@ -701,7 +714,8 @@ function M.replay(args, io_, global)
   end
   local jobs, perr = replay.parse_sacct(text)
   if not jobs then err(io_, "xsite replay: %s\n", perr) return 1 end
-  local s = replay.run(cfg, jobs, { max_slowdown = maxs, spans = function(job)
+  local _, measured = state_files(cfg, "replay", io_)
+  local s = replay.run(cfg, jobs, { max_slowdown = maxs, profile_state = measured, spans = function(job)
     local seen, n = {}, 0
     for _, name in ipairs(hostlist.expand(job.nodelist) or {}) do
       local site = cfg.site_of_node[name]
@@ -775,7 +789,7 @@ function M.report(args, io_, global)
         .. " node without the xsite SPANK plugin)\n", id, dir)
     elseif rerr:find("Permission denied", 1, true) then
       err(io_, "xsite report: job %s: %s is not readable by you: users read the records of their own"
-        .. " jobs only\n", id, path)
+        .. " jobs only (and %s must let users through: mode 0711 or 0755)\n", id, path, dir)
     else
       err(io_, "xsite report: %s\n", rerr)
     end
@@ -891,7 +905,7 @@ M.tune = function(args, io_, global)
       r.jobs, #records)
     for i, o in ipairs(obs) do
       local e = r.errors[i]
-      out(io_, "  job %-8s %d+%d nodes, %s in %d messages across: exchange %s, steps %.0f;"
+      out(io_, "  job %-8s %d+%d nodes, %s in %d messages across: exchange %s, steps %.1f;"
         .. " the fit predicts %s (%+.1f %%)\n", o.job, o.nA, o.nB, report.si(o.bytes, "B"), o.messages,
         report.si(o.bytes / o.f, "B"), o.messages / (2 * o.flows), report.si(e.predicted, "B"), e.error * 100)
     end

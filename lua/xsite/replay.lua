@@ -68,7 +68,8 @@ local function count(t, k) t[k] = (t[k] or 0) + 1 end
 -- @param cfg the configuration to replay under (MaxSlowdown may be overridden in opts)
 -- @param jobs from parse_sacct
 -- @param opts optional: `max_slowdown`, `spans(job)` (whether the job ran at
---   both sites, from its node list)
+--   both sites, from its node list), `profile_state` (measured profiles,
+--   xsite.config.parse_profile_state)
 -- @return a summary: jobs, replayed, skipped (with reasons), before/after
 --   counts by action, changed (array of { id, before, after, slowdown }),
 --   node_hours_lost (by the jobs that may span after), queue_node_hours
@@ -94,6 +95,7 @@ function M.run(cfg, jobs, opts)
       count(s.skipped, "the user chose the placement (" .. tostring(rec.why) .. ")")
     else
       local d = policy.decide({ cfg = cfg, nodes = tonumber(rec.n) or job.nodes, profile = rec.profile,
+        profile_state = opts.profile_state,
         features = rec.constraint })
       if d.action == "reject" and d.why == "bad-request" then
         count(s.skipped, "not valid under this configuration")

@@ -517,6 +517,29 @@ with_link_state() {
   assert_line --index 0 "$message"
 }
 
+@test "explain, model and replay use the measured profiles of ProfileStateFile" {
+  local conf=$BATS_TEST_TMPDIR/xsite.conf state=$BATS_TEST_TMPDIR/profiles.state
+  { grep -v '^LinkStateFile' "$TESTBED"; printf 'ProfileStateFile=%s\n' "$state"; } >"$conf"
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile solver
+  assert_line --index 0 --regexp '^xsite: pinned to one site'
+  # the record of a job pinned then, for replay
+  local record
+  record=$(xsite --config "$conf" explain --nodes 2 --comm-profile solver --json |
+    sed -E 's/.*"record":"([^"]*)".*/\1/')
+  printf '7\tu\tCOMPLETED\t2\t00:10:00\t00:01:00\talpha[1-2]\t%s\n' "$record" >"$BATS_TEST_TMPDIR/sacct"
+  printf 'ProfileName=solver Exchange=901126 Steps=111\n' >"$state"
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile solver
+  assert_line --index 0 --regexp '^xsite: may span both sites: spanning would be 1\.00x slower'
+  run -0 xsite --config "$conf" model --profile solver --nodes 2 --json
+  assert_output --regexp '"slowdown":1\.00'
+  run -0 xsite --config "$conf" replay --sacct-file "$BATS_TEST_TMPDIR/sacct"
+  assert_line --regexp '^  job 7: pin -> span \(slowdown 1\.00x\)$'
+  printf 'ProfileName=solver Steps=lots\n' >"$state"
+  run -0 --separate-stderr xsite --config "$conf" explain --nodes 2 --comm-profile solver
+  assert_line --index 0 --regexp '^xsite: pinned to one site'
+  [[ $stderr == "xsite explain: $state:1: Steps: "*"(using the configured profiles)" ]]
+}
+
 @test "explain lets a low-communication job span both sites" {
   run -0 xsite --config "$TESTBED" explain --nodes 4 --comm-profile low
   assert_line --index 0 --regexp '^xsite: may span both sites: spanning would be '

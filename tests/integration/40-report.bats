@@ -224,7 +224,7 @@ setup() {
 @test "another user's xsite report is refused, naming the file" {
 	run -1 --separate-stderr as "$U2" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
 		report "$JOB"
-	[[ $stderr == "xsite report: job $JOB: $XT_STATE/reports/$JOB/report.json is not readable by you: users read the records of their own jobs only" ]]
+	[[ $stderr == "xsite report: job $JOB: $XT_STATE/reports/$JOB/report.json is not readable by you: users read the records of their own jobs only (and $XT_STATE/reports must let users through: mode 0711 or 0755)" ]]
 }
 
 @test "xsite report: an unknown job, a bad job id, a corrupt record" {
@@ -325,4 +325,21 @@ decision_of_solver() {
 	[[ $stderr == "xsite tune: --profile: unknown profile 'nosuch'"* ]]
 	run -2 --separate-stderr xsite tune
 	[[ $stderr == "xsite tune: --profile: which profile?"* ]]
+}
+
+@test "report=no in plugstack.conf: no record and no XSITE_TRAFFIC_FILE" {
+	local line id
+	line=$(cat "$XT_STATE/etc/plugstack.conf.d/xsite.conf")
+	printf '%s report=no\n' "$line" >"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	printf '#!/bin/bash\necho "${XSITE_TRAFFIC_FILE:-unset}"\nsrun sh -c %s\n' \
+		"'echo \"\${XSITE_TRAFFIC_FILE:-unset}\"'" >"$XT_STATE/work/$U1/env.sh"
+	chmod 755 "$XT_STATE/work/$U1/env.sh"
+	id=$(submit "$U1" -N1 -o out-%j.txt ./env.sh)
+	wait_job "$id"
+	printf '%s\n' "$line" >"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	sleep 1
+	[[ ! -e $XT_STATE/reports/$id ]]
+	run -0 cat "$XT_STATE/work/$U1/out-$id.txt"
+	assert_output "unset
+unset"
 }

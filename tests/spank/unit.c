@@ -78,8 +78,8 @@ static void test_config(void)
 
 	rc = parse(&c, "/srv/slurm/etc/slurm.conf", &err, 0);
 	ok(rc == 0 && streq(c.config_path, "/srv/slurm/etc/xsite.conf") && !c.tune_mpi &&
-	   streq(c.lua_path, XSITE_LUADIR),
-	   "defaults: xsite.conf beside SLURM_CONF, tune_mpi=no, the compiled lua_path");
+	   c.report && streq(c.lua_path, XSITE_LUADIR),
+	   "defaults: xsite.conf beside SLURM_CONF, tune_mpi=no, report=yes, the compiled lua_path");
 	xsite_config_free(&c);
 
 	rc = parse(&c, NULL, &err, 0);
@@ -100,6 +100,15 @@ static void test_config(void)
 	rc = parse(&c, NULL, &err, 2, "tune_mpi=yes", "tune_mpi=no");
 	ok(rc == 0 && !c.tune_mpi, "a later value of a key replaces an earlier one");
 	xsite_config_free(&c);
+
+	rc = parse(&c, NULL, &err, 1, "report=no");
+	ok(rc == 0 && !c.report, "report=no turns the per-job records off");
+	xsite_config_free(&c);
+
+	rc = parse(&c, NULL, &err, 1, "report=");
+	ok(rc == -1 && streq(err, "xsite: report: invalid value: empty (write report=VALUE)"),
+	   "report= without a value fails naming the key");
+	free(err);
 
 	rc = parse(&c, NULL, &err, 1, "tune_mpi=maybe");
 	ok(rc == -1 && streq(err, "xsite: tune_mpi: invalid value: 'maybe' (yes or no)"),
