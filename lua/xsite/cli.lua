@@ -911,7 +911,8 @@ M.tune = function(args, io_, global)
     end
     for _, s in ipairs(skipped) do out(io_, "  job %-8s left out: %s\n", s.job, s.why) end
     if r.ratio then
-      out(io_, "  before: the jobs moved %.2fx the bytes across that the profile predicted (median)\n", r.ratio)
+      out(io_, "  before: the jobs moved %s the bytes across that the profile predicted (median)\n",
+        report.ratio_text(r.ratio))
     end
     out(io_, "  fit: median error %.1f %%, worst %.1f %% over %d job(s)%s\n", r.median_error * 100,
       r.worst_error * 100, r.jobs, r.jobs == 1 and " (one job: no spread to judge the fit by)" or "")

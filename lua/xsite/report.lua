@@ -318,6 +318,14 @@ end
 
 local function pct(x) return string.format("%.0f %%", x * 100) end
 
+--- A ratio of measured to predicted for people: "2.50x", or "1/3052 of" when
+-- far below one (0.00x would say nothing).
+function M.ratio_text(r)
+  if r >= 0.1 then return string.format("%.2fx", r) end
+  if r <= 0 then return "none of" end
+  return string.format("1/%.0f of", 1 / r)
+end
+
 --- The verdict in one line.
 -- @param rec a record
 -- @param a from `assess`
@@ -400,7 +408,7 @@ function M.text(rec, acct, max_slowdown)
     a.mpi_steps)
   if a.mpi_steps > 0 then
     add("              %s in %d messages across the link%s", si(a.cross_bytes, "B"), a.cross_messages,
-      a.traffic_ratio and string.format(" (%.2fx the prediction)", a.traffic_ratio) or "")
+      a.traffic_ratio and string.format(" (%s the prediction)", M.ratio_text(a.traffic_ratio)) or "")
   end
   for _, s in ipairs(rec.steps) do
     local m = present(s.mpi) and s.mpi

@@ -184,6 +184,13 @@ describe("xsite.report", function()
     assert.matches("spanning cost 50 %% .*above MaxSlowdown 1%.10", report.verdict(rec, report.assess(rec), 1.1))
   end)
 
+  it("shows a ratio far below one as a fraction", function()
+    assert.are.equal("2.50x", report.ratio_text(2.5))
+    assert.are.equal("0.25x", report.ratio_text(0.25))
+    assert.are.equal("1/100 of", report.ratio_text(0.01))
+    assert.are.equal("none of", report.ratio_text(0))
+  end)
+
   it("reads the decision and the state from sacct, else from scontrol", function()
     local c = cfg()
     local d = policy.decide({ cfg = c, nodes = 4, profile = "halo" })
