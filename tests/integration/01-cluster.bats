@@ -97,3 +97,49 @@ setup() {
 alpha[12]|beta[12]
 beta[12])$'
 }
+
+@test "xsite comes from one place: the build tree, or in an installed run the installed packages only" {
+	local pid env_lua hidden=() d
+	# slurmctld: job_submit.lua beside slurm.conf, the library through
+	# LUA_PATH (build tree) or Lua's default path (installed, no LUA_PATH)
+	pid=$(<"$XT_STATE/run/slurmctld.pid")
+	assert_equal "$(<"/proc/$pid/comm")" slurmctld
+	env_lua=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^LUA_PATH=//p')
+	if ((XT_INSTALLED)); then
+		assert_equal "$env_lua" ''
+		assert_equal "$(readlink "$XT_STATE/etc/job_submit.lua")" "$XT_JOB_SUBMIT"
+		# shellcheck disable=SC2016
+		run -0 tb on head lua5.1 -e '
+			for t in package.path:gmatch("[^;]+") do
+				local f = t:gsub("?", "xsite/submit")
+				local h = io.open(f)
+				if h then h:close() print(f) return end
+			end'
+		assert_output "$XT_LUADIR/xsite/submit.lua"
+	else
+		assert_equal "$env_lua" "$XT_LUADIR/?.lua;;"
+		cmp "$XT_JOB_SUBMIT" "$XT_STATE/etc/job_submit.lua"
+	fi
+	# the SPANK plugin (10-spank.bats sees it mapped into srun)
+	if ((XT_INSTALLED)) || [[ -e $XT_STATE/etc/plugstack.conf.d/xsite.conf ]]; then
+		run -0 cat "$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+		[[ $output == "required $XT_SPANK_SO config=$XT_STATE/etc/xsite.conf"* ]]
+		[[ -f $XT_SPANK_SO ]]
+	fi
+	# installed: the build tree's lua/, spank/ and mpi-wrappers/ are empty (or
+	# absent: a node's /tmp is its own) on the head and the nodes of both sites
+	# shellcheck disable=SC1091
+	mapfile -t hidden < <(. "$XT_STATE/testbed.env" && ((${#TB_HIDDEN[@]} == 0)) || printf '%s\n' "${TB_HIDDEN[@]}")
+	if ((XT_INSTALLED)); then
+		assert_equal "${hidden[0]}" "$(readlink -f "$XT_REPO")/lua"
+		for d in "${hidden[@]}"; do
+			[[ -n $(ls -A "$d") ]]
+			run -0 tb on head ls -A "$d"
+			assert_output ''
+			run -0 --separate-stderr on_head srun -N2 -w alpha1,beta2 sh -c '[ ! -d "$1" ] || ls -A "$1"' sh "$d"
+			assert_output ''
+		done
+	else
+		assert_equal "${#hidden[@]}" 0
+	fi
+}

@@ -8,16 +8,14 @@ bats_require_minimum_version 1.5.0
 setup_file() {
 	load helpers
 	xt_init acct
-	local rc prog
+	local prog
 	for prog in mariadbd slurmdbd; do
 		if ! command -v "$prog" >/dev/null; then
 			export XT_SKIP="$prog not installed (apt-get install mariadb-server slurmdbd)"
 			return 0
 		fi
 	done
-	tb --accounting up 2>&1 | tap_note
-	rc=${PIPESTATUS[0]}
-	return "$rc"
+	xt_up --accounting
 }
 
 teardown_file() {
@@ -64,8 +62,8 @@ setup() {
 # xsite CMD...: the built command on the head, with the testbed's copy of
 # the library and config (a clone in /tmp is not visible in the testbed)
 xsite() {
-	cp "${XSITE:-$XT_REPO/lua/bin/xsite}" "$XT_STATE/work/xsite"
-	on_head env XSITE_LUADIR="$XT_STATE/lib/lua" lua5.1 "$XT_STATE/work/xsite" \
+	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
+	on_head env XSITE_LUADIR="$XT_LUADIR" lua5.1 "$XT_STATE/work/xsite" \
 		--config "$XT_STATE/etc/xsite.conf" "$@"
 }
 
@@ -76,9 +74,11 @@ xsite() {
 	pinned=${lines[-1]}
 	run -0 --separate-stderr on_head sbatch --parsable -N2 --comm-profile=low -o /dev/null --wrap true
 	spanned=${lines[-1]}
+	# until slurmdbd has both jobs ended, with the record job_submit.lua
+	# wrote (the admin comment can reach the database after the state)
 	for _ in $(seq 1 300); do
-		run -0 on_head sacct -a -X -n -P -S 2000-01-01 -j "$pinned,$spanned" -o State
-		[[ $(grep -c COMPLETED <<<"$output") -eq 2 ]] && break
+		run -0 on_head sacct -a -X -n -P -S 2000-01-01 -j "$pinned,$spanned" -o State,AdminComment
+		[[ $(grep -c '^COMPLETED|.*xsite v=1 ' <<<"$output") -eq 2 ]] && break
 		sleep 0.1
 	done
 	# under the policy in force nothing changes

@@ -7,7 +7,8 @@
 # modes on the nodes, and srun with cli_filter/lua loaded beside it.
 #
 # The plugin: $XSITE_SPANK_PLUGIN, else spank/.libs/xsite.so (libtool build),
-# else spank/xsite.so (development build).
+# else spank/xsite.so (development build); in an installed run the installed
+# one (helpers.bash sets $XSITE_SPANK_PLUGIN to it).
 
 bats_require_minimum_version 1.5.0
 
@@ -24,10 +25,12 @@ xsite_plugin() {
 	return 1
 }
 
-# plugstack_line [ARG...]: the plugstack.conf line of the plugin on this testbed
+# plugstack_line [ARG...]: the plugstack.conf line of the plugin on this
+# testbed, as the testbed wrote it, with ARGs
 plugstack_line() {
-	printf 'required %s config=%s lua_path=%s' "$XT_STATE/lib/xsite.so" "$XT_STATE/etc/xsite.conf" \
-		"$XT_STATE/lib/lua"
+	local line
+	read -r line <"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	printf '%s' "$line"
 	if (($# > 0)); then
 		printf ' %s' "$@"
 	fi
@@ -45,7 +48,7 @@ setup_file() {
 
 	# The testbed wires the plugin itself ($XSITE_SPANK_PLUGIN, exported
 	# before xt_up): its line must be there, as the tests below rewrite it.
-	grep -q "^required $XT_STATE/lib/xsite.so " "$XT_STATE/etc/plugstack.conf.d/xsite.conf"
+	grep -q "^required $XT_SPANK_SO config=$XT_STATE/etc/xsite.conf" "$XT_STATE/etc/plugstack.conf.d/xsite.conf"
 
 	# the job script of the sbatch and salloc tests: the job, its nodes, and
 	# what the plugin handed over (Slurm exports the job control
@@ -487,6 +490,6 @@ EOF
 		wait "$pid"'
 	printf '# %s\n' "${lines[@]}" >&3
 	assert_line --regexp '/cli_filter_lua\.so$'
-	assert_line "$XT_STATE/lib/xsite.so"
+	assert_line "$XT_SPANK_SO"
 	assert_equal "$(grep -c liblua <<<"$output")" 1
 }

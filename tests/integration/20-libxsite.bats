@@ -7,7 +7,8 @@
 # Until the SPANK plugin exports XSITE_SITE, each task takes it from its
 # node's name (tests/mpi/site-from-hostname: alpha2 -> alpha).  libxsite is
 # the one the build made ($XSITE_LIBXSITE, else built here with
-# mpi-wrappers/libxsite/Makefile into the testbed's work directory).
+# mpi-wrappers/libxsite/Makefile into the testbed's work directory; in an
+# installed run the installed one: $XT_LIBXSITE of helpers.bash).
 
 bats_require_minimum_version 1.5.0
 
@@ -22,8 +23,8 @@ setup_file() {
 		"$work/libxsite.so" "$work/libxsite-fault.so" "$work/coll_check" \
 		"$work/traffic_check" >&3 2>&1
 	cp "$XT_REPO/tests/mpi/site-from-hostname" "$work/"
-	if [[ -n ${XSITE_LIBXSITE:-} ]]; then
-		cp "$XSITE_LIBXSITE" "$work/libxsite.so"
+	if [[ -n $XT_LIBXSITE ]]; then
+		xt_place "$XT_LIBXSITE" "$work/libxsite.so"
 	fi
 }
 

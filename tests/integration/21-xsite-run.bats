@@ -11,7 +11,8 @@
 # plugin's tune_mpi=yes.
 #
 # The head runs the client: xsite is the build's lua/bin/xsite ($XSITE) with
-# XSITE_LUADIR at the testbed's copy of lua/ ($XT_STATE/lib/lua); programs
+# XSITE_LUADIR at the testbed's copy of lua/ ($XT_LUADIR); in an installed
+# run the installed xsite, xsite-run and libxsite (helpers.bash).  Programs
 # and records live in $XT_STATE/work (the nodes have their own /tmp).
 
 bats_require_minimum_version 1.5.0
@@ -24,8 +25,8 @@ setup_file() {
 	local w=$XT_STATE/work/xrun
 	mkdir -p "$w"
 	make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$w" "$w/libxsite.so" >&3 2>&1
-	if [[ -n ${XSITE_LIBXSITE:-} ]]; then
-		cp "$XSITE_LIBXSITE" "$w/libxsite.so"
+	if [[ -n $XT_LIBXSITE ]]; then
+		xt_place "$XT_LIBXSITE" "$w/libxsite.so"
 	fi
 	mpicc -O2 -o "$w/pairs" "$XT_REPO/tests/mpi/pairs.c"
 	gcc -shared -fPIC -O2 -o "$w/colltrace.so" "$XT_REPO/tests/mpi/colltrace.c" -ldl
@@ -51,7 +52,7 @@ C
 	local xsite=${XSITE:-}
 	if [[ -z $xsite ]]; then
 		xsite=$w/xsite
-		sed -e "s|@LUA@|$(command -v lua5.1)|" -e "s|@luadir@|$XT_STATE/lib/lua|" \
+		sed -e "s|@LUA@|$(command -v lua5.1)|" -e "s|@luadir@|$XT_LUADIR|" \
 			"$XT_REPO/lua/bin/xsite.in" >"$xsite"
 		chmod +x "$xsite"
 	fi
@@ -74,7 +75,7 @@ setup() {
 in_alloc() {
 	local nodes=$1
 	shift
-	on_head env XSITE="$XT_XSITE" XSITE_LUADIR="$XT_STATE/lib/lua" XSITE_CONF="$XT_STATE/etc/xsite.conf" \
+	on_head env XSITE="$XT_XSITE" XSITE_LUADIR="$XT_LUADIR" XSITE_CONF="$XT_STATE/etc/xsite.conf" \
 		salloc -Q -w "$nodes" -N "$(tr ',' '\n' <<<"$nodes" | wc -l)" --ntasks-per-node=2 -t 3 "$@"
 }
 
@@ -103,7 +104,7 @@ check_site_major() {
 
 @test "srun: nodes asked in a mixed order, ranks placed site by site" {
 	run -0 --separate-stderr in_alloc beta1,alpha2,beta2,alpha1 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --verbose "$W/pairs" -b 1024 -i 1
+		"$XT_XSITE_RUN" --verbose "$W/pairs" -b 1024 -i 1
 	printf '%s\n' "$output" | sort -k2,2n | tap_note
 	check_site_major "$output"
 	[[ $stderr == *'xsite-run: rank 0 -> alpha1 (site alpha)'* ]]
@@ -115,7 +116,7 @@ check_site_major() {
 	# follows the hostfile xsite-run writes from it
 	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
 		env SLURM_JOB_NODELIST=beta1,alpha2,beta2,alpha1 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --verbose "$W/pairs" -b 1024 -i 1
+		"$XT_XSITE_RUN" --verbose "$W/pairs" -b 1024 -i 1
 	check_site_major "$output"
 	[[ $stderr == *'xsite-run: rank 0 -> alpha2 (site alpha)'* ]]
 	[[ $stderr == *'xsite-run: rank 4 -> beta1 (site beta)'* ]]
@@ -125,7 +126,7 @@ check_site_major() {
 
 @test "mpirun: a rankfile with hwloc's cores, ranks placed site by site and bound" {
 	run -0 --separate-stderr in_alloc beta1,alpha2,beta2,alpha1 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --launcher mpirun --verbose "$W/pairs" -b 1024 -i 1
+		"$XT_XSITE_RUN" --launcher mpirun --verbose "$W/pairs" -b 1024 -i 1
 	printf '%s\n' "$stderr" | grep -E 'xsite-run: (rank|node)|bound' | head -n 14 | tap_note
 	check_site_major "$output"
 	[[ $stderr == *'xsite-run: node alpha1: 2 cores, 1 NUMA node(s) (hwloc)'* ]]
@@ -138,14 +139,14 @@ check_site_major() {
 	local rec1=$W/pairs-site-major.json rec2=$W/pairs-graph.json
 	rm -f "$rec1" "$rec2"
 	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" "$W/site-from-hostname" \
+		"$XT_XSITE_RUN" "$W/site-from-hostname" \
 		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec1" "$W/pairs" -b 1000000 -i 2
 	check_site_major "$output"
 	local before
 	before=$(jq '.cross.bytes' "$rec1")
 	printf '# site-major order: %s bytes across\n' "$before" >&3
 	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --verbose --comm-graph "$rec1" "$W/site-from-hostname" \
+		"$XT_XSITE_RUN" --verbose --comm-graph "$rec1" "$W/site-from-hostname" \
 		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec2" "$W/pairs" -b 1000000 -i 2
 	printf '%s\n' "$stderr" | grep 'predicted' | tap_note
 	[[ $stderr =~ predicted\ bytes\ across\ the\ link:\ ([^(]*)\ \(site-major\ order:\ ([^)]*)\) ]]
@@ -165,7 +166,7 @@ check_site_major() {
 
 @test "a spanning job gets the link settings and the rules file on every node; a one-site job none" {
 	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --verbose \
+		"$XT_XSITE_RUN" --verbose \
 		sh -c 'printf "%s %s %s %s\n" "$SLURM_PROCID" "$(hostname)" "${OMPI_MCA_btl_tcp_sndbuf:-none}" \
 			"$(test -r "$OMPI_MCA_coll_tuned_dynamic_rules_filename" && echo rules || echo norules)"'
 	printf '%s\n' "$stderr" | grep -A4 'spans' | tap_note
@@ -173,7 +174,7 @@ check_site_major() {
 	assert_equal "$(wc -l <<<"$output")" 8
 	[[ $stderr == *'xsite-run:   OMPI_MCA_coll_tuned_use_dynamic_rules=1'* ]]
 	run -0 --separate-stderr in_alloc alpha1,alpha2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --verbose sh -c 'env | grep -c "^OMPI_MCA_coll_tuned\|^OMPI_MCA_btl_tcp_.*buf" || true'
+		"$XT_XSITE_RUN" --verbose sh -c 'env | grep -c "^OMPI_MCA_coll_tuned\|^OMPI_MCA_btl_tcp_.*buf" || true'
 	assert_equal "$(sort -u <<<"$output")" 0
 	[[ $stderr == *'job at one site: no Open MPI settings for the link'* ]]
 }
@@ -181,13 +182,13 @@ check_site_major() {
 @test "Open MPI reads the rules file: the tuned algorithms that run change to the rules' choices" {
 	# without xsite-run's settings (--no-tune): Open MPI 4.1's fixed decisions
 	mpi_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" --no-tune env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 1
+		"$XT_XSITE_RUN" --no-tune env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 1
 	assert_equal "$status" 0
 	local plain
 	plain=$(grep -o 'colltrace: [a-z_]*' <<<"$stderr" | sort -u | tr '\n' ';')
 	printf '# fixed rules: %s\n' "$plain" >&3
 	mpi_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 1
+		"$XT_XSITE_RUN" env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 1
 	assert_equal "$status" 0
 	local tuned
 	tuned=$(grep -o 'colltrace: [a-z_]*' <<<"$stderr" | sort -u | tr '\n' ';')
@@ -196,7 +197,7 @@ check_site_major() {
 	assert_equal "$tuned" "colltrace: allgather_intra_recursivedoubling;colltrace: allreduce_intra_recursivedoubling;colltrace: barrier_intra_recursivedoubling;colltrace: bcast_intra_binomial;colltrace: reduce_intra_binomial;"
 	# 4 MiB allgather in all (64 KiB a rank): gather + broadcast, no ring
 	mpi_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_REPO/mpi-wrappers/xsite-run" env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 65536
+		"$XT_XSITE_RUN" env LD_PRELOAD="$W/colltrace.so" "$W/collprog" 65536
 	assert_equal "$status" 0
 	[[ $stderr == *'colltrace: allgather_intra_basic_linear'* ]]
 	[[ $stderr != *'_ring'* ]]

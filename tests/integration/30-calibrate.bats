@@ -8,9 +8,10 @@
 bats_require_minimum_version 1.5.0
 
 # xsite CMD...: the built command on the head, with the testbed's copy of the
-# library (a clone in /tmp is not visible in the testbed's namespaces)
+# library (a clone in /tmp is not visible in the testbed's namespaces); in an
+# installed run the installed command and library (helpers.bash)
 xsite() {
-	on_head env XSITE_LUADIR="$XT_STATE/lib/lua" XSITE_PINGPONG="$XT_STATE/work/pingpong" \
+	on_head env XSITE_LUADIR="$XT_LUADIR" XSITE_PINGPONG="$XT_STATE/work/pingpong" \
 		lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" "$@"
 }
 
@@ -28,7 +29,7 @@ setup_file() {
 	xt_init calibrate
 	xt_up
 	build_pingpong
-	cp "${XSITE:-$XT_REPO/lua/bin/xsite}" "$XT_STATE/work/xsite"
+	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
 }
 
 teardown_file() {
@@ -95,4 +96,18 @@ setup() {
 @test "xsite replay without accounting says so" {
 	run -1 xsite replay
 	assert_output --regexp '^xsite replay: sacct failed \(is accounting through slurmdbd configured\?\): '
+}
+
+@test "xsite report without accounting takes the decision from slurmctld" {
+	local id
+	id=$(on_head sbatch --parsable -N2 --comm-profile=low -o /dev/null --wrap 'srun true' | tail -n 1)
+	wait_job "$id"
+	for _ in $(seq 1 50); do
+		grep -qs '"step":"batch"' "$XT_STATE/reports/$id/report.json" && break
+		sleep 0.1
+	done
+	run -0 --separate-stderr xsite report "$id"
+	assert_line "job $id (root), COMPLETED"
+	assert_line --regexp '^  decision:   (span|pin) \([a-z-]+\), predicted slowdown [0-9.]+ at submission$'
+	assert_line --regexp '^  verdict:    '
 }

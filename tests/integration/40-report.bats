@@ -58,7 +58,7 @@ field() {
 # step_of JSON STEP: the entry of STEP in a record's steps (they are in the
 # order their processes ended, which need not be the order they ran in)
 step_of() {
-	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_REPO/lua/?.lua;'..package.path
+	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_LUADIR/?.lua;'..package.path
 		local json = require('xsite.json')
 		for _, s in ipairs(assert(json.decode(os.getenv('XSITE_JSON'))).steps) do
 			if s.step == '$2' then print(json.encode(s)) end

@@ -6,19 +6,117 @@
 XT_REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 XT_TB=$XT_REPO/tests/testbed/xsite-testbed
 
+# Where the tests take xsite from: set here, and nowhere else.  By default the
+# build tree (what make check names: $XSITE, $XSITE_SPANK_PLUGIN,
+# $XSITE_LIBXSITE; else the tree's own files).  With XSITE_TESTBED_INSTALLED=1
+# only the files of the installed Debian packages, as "xsite-testbed
+# --installed components" finds them: the testbed runs with --installed (it
+# takes its own from there and hides the build tree from its namespaces), and
+# make check's settings that point at the build tree are taken out of the
+# environment or pointed at the installed files.
+#   XT_INSTALLED   1 in an installed run, else 0
+#   XT_XSITE       the xsite command (build tree: a file may set its own)
+#   XT_XSITE_RUN   xsite-run
+#   XT_LIBXSITE    libxsite.so to preload (build tree: $XSITE_LIBXSITE, or ''
+#                  and the tests build their own)
+#   XT_PINGPONG    the ping-pong program (build tree: '', built from source)
+#   XT_JOB_SUBMIT  the job_submit.lua the testbed installs beside slurm.conf
+#   XT_LUADIR      the Lua library the testbed's daemons load   (build tree:
+#   XT_SPANK_SO    the xsite.so its plugstack.conf names         set by xt_init)
+# shellcheck disable=SC2034 # the .bats files use them
+xt_components() {
+	local name path
+	XT_INSTALLED=0
+	if [[ ${XSITE_TESTBED_INSTALLED:-0} != 1 ]]; then
+		XT_XSITE=${XT_XSITE:-${XSITE:-$XT_REPO/lua/bin/xsite}}
+		XT_XSITE_RUN=$XT_REPO/mpi-wrappers/xsite-run
+		XT_LIBXSITE=${XSITE_LIBXSITE:-}
+		XT_PINGPONG=
+		XT_JOB_SUBMIT=$XT_REPO/lua/job_submit.lua
+		return 0
+	fi
+	XT_INSTALLED=1
+	if [[ -z ${XT_COMPONENTS:-} ]]; then
+		XT_COMPONENTS=$("$XT_TB" --installed components) || return 1
+		export XT_COMPONENTS
+	fi
+	while read -r name path; do
+		case $name in
+		xsite) XT_XSITE=$path ;;
+		xsite-run) XT_XSITE_RUN=$path ;;
+		libxsite) XT_LIBXSITE=$path ;;
+		pingpong) XT_PINGPONG=$path ;;
+		job_submit) XT_JOB_SUBMIT=$path ;;
+		luadir) XT_LUADIR=$path ;;
+		spank) XT_SPANK_SO=$path ;;
+		esac
+	done <<<"$XT_COMPONENTS"
+	export XT_LUADIR XT_SPANK_SO
+	export XSITE=$XT_XSITE XSITE_SPANK_PLUGIN=$XT_SPANK_SO XSITE_LIBXSITE=$XT_LIBXSITE
+	unset XSITE_LUADIR LUA_PATH LUA_INIT
+	PATH=$(xt_path_outside_tree)
+}
+
+# xt_path_outside_tree: $PATH without the directories of the source and the
+# build tree (make check puts the build's lua/bin first)
+xt_path_outside_tree() {
+	local dir out=''
+	local -a dirs=()
+	IFS=: read -r -a dirs <<<"$PATH"
+	for dir in "${dirs[@]}"; do
+		case $dir in
+		"$XT_REPO" | "$XT_REPO"/*) continue ;;
+		esac
+		if [[ -n ${XSITE_BUILDDIR:-} && ($dir == "$XSITE_BUILDDIR" || $dir == "$XSITE_BUILDDIR"/*) ]]; then
+			continue
+		fi
+		out=${out:+$out:}$dir
+	done
+	printf '%s\n' "$out"
+}
+
+xt_components || {
+	printf 'helpers.bash: XSITE_TESTBED_INSTALLED=1, but the installed xsite packages are incomplete (see above)\n' >&2
+	return 1
+}
+
+# xt_place SRC DST: SRC where the testbed's nodes see it (under $XT_STATE,
+# a node's /tmp is its own): a copy of a build-tree file; in an installed run
+# a symbolic link, so that what runs is the installed file itself
+xt_place() {
+	if ((XT_INSTALLED)); then
+		ln -sfn "$1" "$2"
+	else
+		cp "$1" "$2"
+	fi
+}
+
 load_libs() {
 	load /usr/lib/bats/bats-support/load
 	load /usr/lib/bats/bats-assert/load
 }
 
-# xt_name SUFFIX: the testbed name of this file (never the default "xsite").
+# xt_init SUFFIX: the testbed name of this file (never the default "xsite"):
+# xsite-it-SUFFIX, or $XSITE_IT_PREFIX-SUFFIX (two runs side by side)
 xt_init() {
-	export XT_NAME="xsite-it-$1"
+	export XT_NAME="${XSITE_IT_PREFIX:-xsite-it}-$1"
 	export XT_STATE="/run/xsite-testbed/$XT_NAME"
+	if ((XT_INSTALLED == 0)); then
+		# the testbed's copies of the build tree's library and plugin
+		export XT_LUADIR=$XT_STATE/lib/lua
+		export XT_SPANK_SO=$XT_STATE/lib/xsite.so
+	fi
 }
 
 tb() {
-	"$XT_TB" --name "$XT_NAME" --state-dir "$XT_STATE" ${XT_CONFIG:+--config "$XT_CONFIG"} "$@"
+	local -a opts=(--name "$XT_NAME" --state-dir "$XT_STATE")
+	if [[ -n ${XT_CONFIG:-} ]]; then
+		opts+=(--config "$XT_CONFIG")
+	fi
+	if ((XT_INSTALLED)); then
+		opts+=(--installed)
+	fi
+	"$XT_TB" "${opts[@]}" "$@"
 }
 
 # For files that test the link rather than the placement policy: the testbed
@@ -40,20 +138,56 @@ tap_note() {
 	sed 's/^/# /' >&3
 }
 
+# xt_up [OPTION...]: this file's testbed up (OPTIONs of xsite-testbed, such
+# as --accounting); in an installed run, checked to run the packages' files
 xt_up() {
 	local rc
-	tb up 2>&1 | tap_note
+	tb "$@" up 2>&1 | tap_note
 	rc=${PIPESTATUS[0]}
 	((rc == 0)) || printf '# xsite-testbed up failed for %s\n' "$XT_NAME" >&3
+	if ((rc == 0 && XT_INSTALLED)); then
+		xt_check_installed || rc=1
+	fi
 	return "$rc"
+}
+
+# In an installed run, after up: the testbed took xsite from the packages
+# and from nowhere else.  A file whose testbed fails this fails as a whole.
+xt_check_installed() {
+	local line target found
+	# shellcheck disable=SC1091 # written by xsite-testbed up
+	if ! (. "$XT_STATE/testbed.env" && [[ ${TB_INSTALLED:-0} == 1 ]]); then
+		printf 'installed run, but the testbed in %s is not in --installed mode\n' "$XT_STATE" >&2
+		return 1
+	fi
+	read -r line <"$XT_STATE/etc/plugstack.conf.d/xsite.conf" || line=
+	if [[ $line != "required $XT_SPANK_SO "* ]]; then
+		printf 'installed run, but plugstack.conf.d/xsite.conf says: %s\n' "$line" >&2
+		return 1
+	fi
+	target=$(readlink "$XT_STATE/etc/job_submit.lua") || target=
+	if [[ $target != "$XT_JOB_SUBMIT" ]]; then
+		printf 'installed run, but job_submit.lua is not a link to %s (%s)\n' "$XT_JOB_SUBMIT" "${target:-not a link}" >&2
+		return 1
+	fi
+	found=$(grep -rlF -e "$XT_REPO/lua" -e "$XT_REPO/spank" -e "$XT_REPO/mpi-wrappers" "$XT_STATE/etc") || true
+	if [[ -n $found || -e $XT_STATE/lib ]]; then
+		printf 'installed run, but the testbed uses the build tree: %s\n' "${found:-$XT_STATE/lib}" >&2
+		return 1
+	fi
 }
 
 xt_down() {
 	tb down 2>&1 | tap_note || true
 }
 
-# Build the MPI ping-pong into the work directory (visible on every node).
+# Build the MPI ping-pong into the work directory (visible on every node); in
+# an installed run, the installed one (xsite-mpi's xsite-pingpong).
 build_pingpong() {
+	if [[ -n $XT_PINGPONG ]]; then
+		xt_place "$XT_PINGPONG" "$XT_STATE/work/pingpong"
+		return 0
+	fi
 	mpicc -O2 -o "$XT_STATE/work/pingpong" "$XT_REPO/mpi-wrappers/xsite-pingpong.c"
 }
 

@@ -5,14 +5,16 @@
 --   link LATENCY_SECONDS BANDWIDTH_BYTES_PER_SECOND
 -- With --quantity, it reads one quantity of the command line through the
 -- same units module (xsite.units) and prints it in base units.
--- Usage: lua5.1 siteinfo.lua REPO CONFIG
---        lua5.1 siteinfo.lua REPO --quantity time|bandwidth VALUE
-local repo, path = arg[1], arg[2]
-if not repo or not path then
-  io.stderr:write("xsite-testbed: siteinfo.lua: usage: siteinfo.lua REPO CONFIG\n")
+-- LUADIR is the directory holding the library (xsite/*.lua): the source
+-- tree's lua/, or where a package installed it.
+-- Usage: lua5.1 siteinfo.lua LUADIR CONFIG
+--        lua5.1 siteinfo.lua LUADIR --quantity time|bandwidth VALUE
+local luadir, path = arg[1], arg[2]
+if not luadir or not path then
+  io.stderr:write("xsite-testbed: siteinfo.lua: usage: siteinfo.lua LUADIR CONFIG\n")
   os.exit(2)
 end
-package.path = repo .. "/lua/?.lua;" .. package.path
+package.path = luadir .. "/?.lua;" .. package.path
 
 if path == "--quantity" then
   local units = require("xsite.units")
