@@ -32,14 +32,25 @@
 --
 -- - barrier: recursive doubling (3): one of its log2 c rounds crosses.
 -- - bcast: binomial tree (6): the root's first child is at the other site,
---   one crossing; messages from `SEGMENT_FROM` up are pipelined in
---   `SEGMENT` pieces.
+--   one crossing; messages of two segments or more are pipelined in
+--   segments of `segment(link)` bytes.  coll/tuned's segmented trees wait
+--   for the sends of one segment before they post the next, and a segment
+--   above btl/tcp's eager limit first waits a round trip for the receiver:
+--   each segment pays about 2L.  A segment therefore holds at least
+--   `SEGMENT_ROUND_TRIPS` round trips of data (8 x B x L), so that the waits
+--   cost at most a fifth of the time: 1 MiB at 1 Gb/s and 1 ms, 8 MiB (no
+--   segments below 16 MiB) at 5 ms; never less than `SEGMENT`.
 -- - reduce: binomial tree (5, in-order tree: non-commutative ops stay right),
 --   segmented like bcast.
--- - allreduce: recursive doubling (3), one crossing step; from
---   n = L x b / (log2(c/2) - 1) bytes (b the node's network bandwidth, c >= 8)
---   Rabenseifner's reduce-scatter + allgather (6), which moves the same bytes
---   across the link in two crossings but far fewer inside each site.
+-- - allreduce (n bytes a rank): recursive doubling (3) or Rabenseifner's
+--   reduce-scatter + allgather (6), whichever `allreduce_cost` models faster.
+--   Recursive doubling crosses once, but in that round each of the c/2 ranks
+--   of a site sends its whole vector: c/2 x n bytes each way.  Rabenseifner
+--   (vector halving, distance doubling) crosses twice with n/c bytes a rank
+--   each time: n bytes each way in all.  Time = crossings x L + bytes each
+--   way / B + bytes a rank inside the site / b (b the node's network
+--   bandwidth); recursive doubling up to the size where the two meet
+--   (`allreduce_threshold`), then Rabenseifner.
 -- - allgather (N bytes in all): recursive doubling (3) crosses once but sends
 --   c N / 4 bytes each way; from N = L x B / (c/4 - 3/2) (c >= 8) the linear
 --   algorithm (1), a gather to rank 0 and a broadcast (the binomial tree
@@ -55,10 +66,11 @@ local M = {}
 M.MIN_BUFFER = 256 * 1024
 M.MAX_BUFFER = 64 * 1024 * 1024
 
---- Broadcast and reduce messages from this size (bytes) are cut into
--- segments of `SEGMENT` bytes.
-M.SEGMENT_FROM = 512 * 1024
+--- The smallest segment of a segmented broadcast or reduce (bytes).
 M.SEGMENT = 128 * 1024
+
+--- Link round trips (2L) of data in one segment.
+M.SEGMENT_ROUND_TRIPS = 4
 
 --- Allgather never switches to gather + broadcast below this many bytes (in
 -- all): there the extra site-local steps cost more than the link saves.
@@ -111,6 +123,52 @@ function M.tcp_buffer(bandwidth, latency)
   return b
 end
 
+--- The model of one allreduce algorithm across the link, ranks site by
+-- site, half of the c ranks at each site.
+-- @param alg "recursive_doubling" or "rabenseifner"
+-- @param n bytes of one rank's vector
+-- @param c communicator size (a power of two)
+-- @param link { bandwidth = B bytes/s, latency = L one-way seconds }
+-- @param local_bw the node's network bandwidth b (bytes/s)
+-- @return seconds, bytes that cross the link each way, crossings (rounds
+--   that pay L), bytes a rank sends inside its site
+function M.allreduce_cost(alg, n, c, link, local_bw)
+  local half = c / 2
+  local across, crossings, inside
+  if alg == "recursive_doubling" then
+    -- log2 c rounds of the whole vector; the round at distance c/2 crosses
+    across, crossings, inside = half * n, 1, log2(half) * n
+  elseif alg == "rabenseifner" then
+    -- reduce-scatter: rounds at distance 1, 2, ... c/2 with n/2, n/4, ...
+    -- n/c bytes; the last one crosses; the allgather mirrors it
+    across, crossings, inside = 2 * half * (n / c), 2, 2 * n * (1 - 2 / c)
+  else
+    error("allreduce_cost: unknown algorithm " .. tostring(alg))
+  end
+  local t = crossings * link.latency + across / link.bandwidth + inside / local_bw
+  return t, across, crossings, inside
+end
+
+--- The message size (bytes a rank) from which Rabenseifner's allreduce is
+-- modelled faster than recursive doubling, or nil if it never is (c < 4).
+function M.allreduce_threshold(c, link, local_bw)
+  -- both times are L x crossings + n x slope: they meet at L / (slope difference)
+  local t0rd = M.allreduce_cost("recursive_doubling", 0, c, link, local_bw)
+  local t0rs = M.allreduce_cost("rabenseifner", 0, c, link, local_bw)
+  local srd = M.allreduce_cost("recursive_doubling", 1, c, link, local_bw) - t0rd
+  local srs = M.allreduce_cost("rabenseifner", 1, c, link, local_bw) - t0rs
+  if c < 4 or srd <= srs then return nil end
+  return math.ceil((t0rs - t0rd) / (srd - srs))
+end
+
+--- The segment of a segmented broadcast or reduce across a link: the power
+-- of two at least `SEGMENT_ROUND_TRIPS` x B x 2L bytes, and at least `SEGMENT`.
+-- Messages of two segments or more are segmented.
+function M.segment(link)
+  local s = pow2_at_least(M.SEGMENT_ROUND_TRIPS * link.bandwidth * 2 * link.latency)
+  return math.max(s, M.SEGMENT)
+end
+
 -- The rules of one collective for communicators of size c: array of
 -- { size, alg, faninout, segsize }, first size 0, consecutive equal rules merged.
 local function rules_for(coll, c, link, local_bw)
@@ -119,13 +177,12 @@ local function rules_for(coll, c, link, local_bw)
   if coll == "barrier" then
     r = { { 0, A.recursive_doubling, 0, 0 } }
   elseif coll == "bcast" or coll == "reduce" then
-    r = { { 0, A.binomial, 0, 0 }, { M.SEGMENT_FROM, A.binomial, 0, M.SEGMENT } }
+    local seg = M.segment(link)
+    r = { { 0, A.binomial, 0, 0 }, { 2 * seg, A.binomial, 0, seg } }
   elseif coll == "allreduce" then
     r = { { 0, A.recursive_doubling, 0, 0 } }
-    local steps = log2(c / 2) - 1
-    if c >= 8 and steps > 0 then
-      r[2] = { math.ceil(link.latency * local_bw / steps), A.rabenseifner, 0, 0 }
-    end
+    local from = M.allreduce_threshold(c, link, local_bw)
+    if from then r[2] = { from, A.rabenseifner, 0, 0 } end
   elseif coll == "allgather" then
     r = { { 0, A.recursive_doubling, 0, 0 } }
     local f = c / 4 - 1.5

@@ -11,7 +11,9 @@
  *  - k > 1 (large messages): the data is cut into k segments that k rank
  *    pairs (stream ranks, spread over the nodes of each site) send at the
  *    same time with nonblocking sends; the site-local phases become
- *    reduce-scatter / scatter before and allgather / gather after.
+ *    reduce-scatter / scatter before and allgather / gather after.  Large
+ *    reductions are pipelined in steps (streamed_reduction); a large
+ *    Alltoall sends each block straight to its rank (alltoall_direct).
  * Reductions combine the two sites' partial results in one fixed order
  * (site 0 op site 1) on both sides, so every rank gets the same bits; they
  * are not bitwise those of the MPI library's own algorithm (README.md).
@@ -391,23 +393,140 @@ static int combine(const struct xs_comm *c, int mysite, void *mine, void *theirs
 }
 
 /* counts and displacements (in elements) of k segments of total, placed at
- * the stream ranks of my site, for the site-local collectives */
+ * the stream ranks of my site, for the site-local collectives: into cnt and
+ * dsp (one entry per local rank, zero elsewhere), or newly allocated */
+static void seg_fill(const struct xs_comm *c, int total, int k, int *cnt, int *dsp)
+{
+	int j;
+
+	for (j = 0; j < k; j++) {
+		int l = c->lrank[stream(c, c->me, k, j)];
+
+		cnt[l] = seg_len(total, k, j);
+		dsp[l] = seg_lo(total, k, j);
+	}
+}
+
 static int seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
 		      int **dsp)
 {
-	int j, n = c->n[c->me];
+	int n = c->n[c->me];
 
 	*cnt = calloc((size_t)n, sizeof(int));
 	*dsp = calloc((size_t)n, sizeof(int));
 	if (!*cnt || !*dsp)
 		return MPI_ERR_NO_MEM;
-	for (j = 0; j < k; j++) {
-		int l = c->lrank[stream(c, c->me, k, j)];
-
-		(*cnt)[l] = seg_len(total, k, j);
-		(*dsp)[l] = seg_lo(total, k, j);
-	}
+	seg_fill(c, total, k, *cnt, *dsp);
 	return MPI_SUCCESS;
+}
+
+/* ---- the streamed reduction of Allreduce and Reduce (k > 1) ------------- */
+
+/*
+ * The vector is cut into m pipeline steps (contiguous ranges, about
+ * XSITE_PIPELINE bytes per stream pair each, at most PIPELINE_MAX_STEPS),
+ * each step into k pieces, piece j for stream pair j.  Phase 1: step by
+ * step, reduce-scatter the step to the stream ranks and post its crossing
+ * (nonblocking), so that the link carries step q while the site reduces
+ * step q + 1.  Phase 2: step by step, wait for the crossing, combine the two
+ * sites' partials (site 0 op site 1) and deliver, while the later steps are
+ * still on the link: an allgatherv at both sites (root < 0: Allreduce), or a
+ * gatherv to the root (Reduce: only the root's site receives; the other
+ * site's stream ranks only send).  Every input of m is the same on every
+ * rank.  in is the input of every rank (the caller resolves MPI_IN_PLACE);
+ * steps are disjoint, so in may be rbuf.
+ */
+#define PIPELINE_MAX_STEPS 1024
+
+static int pipeline_steps(int count, int size, int k)
+{
+	long long per = (long long)xs_cfg.pipeline * k;
+	long long m = per > 0 ? ((long long)count * size + per - 1) / per : 1;
+
+	if (m > PIPELINE_MAX_STEPS)
+		m = PIPELINE_MAX_STEPS;
+	if (m > count / k)
+		m = count / k;
+	return m < 1 ? 1 : (int)m;
+}
+
+static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
+			      int count, MPI_Datatype t, MPI_Op op, int root,
+			      int k)
+{
+	struct sub L = sub_local(c);
+	struct tinfo ti;
+	MPI_Request *req = NULL;
+	void *b1 = NULL, *b2 = NULL;
+	char *mine, *theirs;
+	int *cnt = NULL, *dsp = NULL, rc, q, m, j, p, lo, off, total;
+	int posted = 0, done = 0, all = root < 0, amroot = c->rank == root;
+	int rs = all ? c->me : c->site_of[root], sender = !all && c->me != rs;
+	int peer, per_step = all ? 2 : 1;
+
+	tinfo(t, &ti);
+	m = pipeline_steps(count, ti.size, k);
+	j = my_stream(c, k);
+	peer = j >= 0 ? stream(c, 1 - c->me, k, j) : MPI_PROC_NULL;
+	for (total = 0, q = 0; j >= 0 && q < m; q++)
+		total += seg_len(seg_len(count, m, q), k, j);
+	mine = tmp_typed(total, &ti, &b1);
+	theirs = tmp_typed(sender ? 0 : total, &ti, &b2);
+	req = malloc(sizeof(MPI_Request) * (size_t)(2 * m));
+	cnt = calloc((size_t)L.size, sizeof(int));
+	dsp = calloc((size_t)L.size, sizeof(int));
+	if (!mine || !theirs || !req || !cnt || !dsp)
+		CHECK(MPI_ERR_NO_MEM);
+
+	for (q = 0, off = 0; q < m; q++, off += p) {
+		lo = seg_lo(count, m, q);
+		seg_fill(c, seg_len(count, m, q), k, cnt, dsp);
+		p = j >= 0 ? cnt[L.rank] : 0;
+		CHECK(sub_reduce_scatter(&L, (const char *)in + (MPI_Aint)lo * ti.ext,
+					 mine + (MPI_Aint)off * ti.ext, cnt, t, op));
+		if (j >= 0 && !sender)
+			CHECK(irecv_from(c, theirs + (MPI_Aint)off * ti.ext, p, t, peer,
+					 TAG_CROSS, &req[posted++]));
+		if (j >= 0 && (all || sender))
+			CHECK(isend_to(c, mine + (MPI_Aint)off * ti.ext, p, t, peer,
+				       TAG_CROSS, &req[posted++]));
+	}
+
+	for (q = 0, off = 0; q < m; q++, off += p) {
+		char *mq = mine + (MPI_Aint)off * ti.ext;
+
+		lo = seg_lo(count, m, q);
+		seg_fill(c, seg_len(count, m, q), k, cnt, dsp);
+		p = j >= 0 ? cnt[L.rank] : 0;
+		if (j >= 0) {
+			CHECK(PMPI_Waitall(per_step, &req[done], MPI_STATUSES_IGNORE));
+			done += per_step;
+			if (!sender)
+				CHECK(combine(c, rs, mq, theirs + (MPI_Aint)off * ti.ext, p, t,
+					      op, &ti));
+		}
+		if (all) {
+			if (j >= 0)
+				CHECK(copy_typed((char *)rbuf + (MPI_Aint)(lo + dsp[L.rank]) * ti.ext,
+						 mq, p, t, &ti));
+			CHECK(sub_allgatherv(&L, (char *)rbuf + (MPI_Aint)lo * ti.ext, cnt,
+					     dsp, t));
+		} else if (!sender) {
+			xs_model_gather(L.w, L.size, L.rank, c->lrank[root], nbytes(p, t));
+			CHECK(PMPI_Gatherv(mq, p, t,
+					   amroot ? (char *)rbuf + (MPI_Aint)lo * ti.ext : NULL,
+					   cnt, dsp, t, c->lrank[root], c->local));
+		}
+	}
+out:
+	if (posted > done)
+		PMPI_Waitall(posted - done, &req[done], MPI_STATUSES_IGNORE);
+	free(b1);
+	free(b2);
+	free(req);
+	free(cnt);
+	free(dsp);
+	return rc;
 }
 
 /* ---- Allreduce ---------------------------------------------------------- */
@@ -417,8 +536,8 @@ int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 {
 	struct sub L = sub_local(c);
 	struct tinfo ti;
-	void *b1 = NULL, *b2 = NULL;
-	int *cnt = NULL, *dsp = NULL, other = 1 - c->me, rc, j, seg;
+	void *b1 = NULL;
+	int other = 1 - c->me, rc;
 
 	tinfo(t, &ti);
 	if (k == 1) {
@@ -433,32 +552,13 @@ int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		}
 		CHECK(local_bcast(c, rbuf, count, t));
 	} else {
-		char *mine, *theirs;
-
-		CHECK(seg_layout(c, count, k, &cnt, &dsp));
-		j = my_stream(c, k);
-		seg = j >= 0 ? cnt[L.rank] : 0;
-		mine = tmp_typed(seg, &ti, &b1);
-		theirs = tmp_typed(seg, &ti, &b2);
-		if (!mine || !theirs)
-			CHECK(MPI_ERR_NO_MEM);
-		CHECK(sub_reduce_scatter(&L, sbuf == MPI_IN_PLACE ? rbuf : sbuf, mine,
-					 cnt, t, op));
-		if (j >= 0) {
-			CHECK(exchange(c, mine, theirs, seg, t, stream(c, other, k, j)));
-			CHECK(combine(c, c->me, mine, theirs, seg, t, op, &ti));
-			CHECK(copy_typed((char *)rbuf + (MPI_Aint)dsp[L.rank] * ti.ext,
-					 mine, seg, t, &ti));
-		}
-		CHECK(sub_allgatherv(&L, rbuf, cnt, dsp, t));
+		CHECK(streamed_reduction(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, rbuf,
+					 count, t, op, -1, k));
 	}
 	FAULT(c, XS_ALLREDUCE, c->rank == c->size - 1, (char *)rbuf + ti.tlb,
 	      (size_t)count * (size_t)ti.size);
 out:
 	free(b1);
-	free(b2);
-	free(cnt);
-	free(dsp);
 	return rc;
 }
 
@@ -470,8 +570,7 @@ int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	struct sub L = sub_local(c);
 	struct tinfo ti;
 	void *b1 = NULL, *b2 = NULL;
-	int *cnt = NULL, *dsp = NULL, rc, j, seg;
-	int rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
+	int rc, rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
 
 	tinfo(t, &ti);
 	if (k == 1) {
@@ -497,38 +596,14 @@ int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 			CHECK(combine(c, rs, rbuf, theirs, count, t, op, &ti));
 		}
 	} else {
-		char *mine, *theirs;
-		const void *in = amroot && sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-
-		CHECK(seg_layout(c, count, k, &cnt, &dsp));
-		j = my_stream(c, k);
-		seg = j >= 0 ? cnt[L.rank] : 0;
-		mine = tmp_typed(seg, &ti, &b1);
-		theirs = tmp_typed(seg, &ti, &b2);
-		if (!mine || !theirs)
-			CHECK(MPI_ERR_NO_MEM);
-		CHECK(sub_reduce_scatter(&L, in, mine, cnt, t, op));
-		if (j >= 0 && c->me != rs)
-			CHECK(send_to(c, mine, seg, t, stream(c, rs, k, j), TAG_CROSS));
-		if (c->me == rs) {
-			if (j >= 0) {
-				CHECK(PMPI_Recv(theirs, seg, t, stream(c, other, k, j),
-						TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
-				CHECK(combine(c, rs, mine, theirs, seg, t, op, &ti));
-			}
-			xs_model_gather(L.w, L.size, L.rank, c->lrank[root],
-					nbytes(seg, t));
-			CHECK(PMPI_Gatherv(mine, seg, t, rbuf, cnt, dsp, t,
-					   c->lrank[root], c->local));
-		}
+		CHECK(streamed_reduction(c, amroot && sbuf == MPI_IN_PLACE ? rbuf : sbuf,
+					 rbuf, count, t, op, root, k));
 	}
 	FAULT(c, XS_REDUCE, amroot, (char *)rbuf + ti.tlb,
 	      (size_t)count * (size_t)ti.size);
 out:
 	free(b1);
 	free(b2);
-	free(cnt);
-	free(dsp);
 	return rc;
 }
 
@@ -893,12 +968,72 @@ out:
 
 /* ---- Alltoall ----------------------------------------------------------- */
 
+/* the blocks between ranks of my site: the MPI library's Alltoall on the
+ * site communicator (in and out in comm rank order, b bytes a block) */
+static int alltoall_local(const struct xs_comm *c, const char *in, char *out,
+			  size_t b)
+{
+	struct sub L = sub_local(c);
+	int l, rc, nm = c->n[c->me];
+	char *sl = xmalloc((size_t)nm * b), *rl = xmalloc((size_t)nm * b);
+
+	if (!sl || !rl)
+		CHECK(MPI_ERR_NO_MEM);
+	for (l = 0; l < nm; l++)
+		memcpy(sl + (size_t)l * b, in + (size_t)c->members[c->me][l] * b, b);
+	xs_model_alltoall(L.w, L.size, L.rank, b);
+	CHECK(PMPI_Alltoall(sl, (int)b, MPI_BYTE, rl, (int)b, MPI_BYTE, c->local));
+	for (l = 0; l < nm; l++)
+		memcpy(out + (size_t)c->members[c->me][l] * b, rl + (size_t)l * b, b);
+out:
+	free(sl);
+	free(rl);
+	return rc;
+}
+
+/*
+ * Large blocks (k > 1): the link's bandwidth, not the number of messages,
+ * sets the time, so every rank sends its blocks for the other site straight
+ * to their ranks (each rank starting with a different partner) and receives
+ * theirs: all posted at once, one crossing, while the site's own alltoall
+ * runs.  No rank forwards another's blocks.
+ */
+static int alltoall_direct(const struct xs_comm *c, const char *in, char *out,
+			   size_t b)
+{
+	int o = 1 - c->me, no = c->n[o], l, nr = 0, rc;
+	int first = c->lrank[c->rank] % no;
+	MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(2 * no));
+
+	if (!req)
+		return MPI_ERR_NO_MEM;
+	for (l = 0; l < no; l++) {
+		int peer = c->members[o][(first + l) % no];
+
+		CHECK(irecv_from(c, out + (size_t)peer * b, (int)b, MPI_BYTE, peer,
+				 TAG_CROSS, &req[nr++]));
+		CHECK(isend_to(c, in + (size_t)peer * b, (int)b, MPI_BYTE, peer,
+			       TAG_CROSS, &req[nr++]));
+	}
+	CHECK(alltoall_local(c, in, out, b));
+	CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
+	nr = 0;
+out:
+	if (nr)
+		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+	free(req);
+	return rc;
+}
+
 /*
  * Blocks between ranks of one site: the MPI library's Alltoall on the site
- * communicator.  Blocks across: (A) each rank hands its blocks for the other
- * site to the stream rank of its range; (B) stream pair j exchanges them in
- * one message each way; (C) each stream rank hands every rank of its site
- * the blocks from its partner's range.
+ * communicator.  Blocks across, large (k > 1): alltoall_direct.  Small
+ * (k = 1, the site leaders as the one stream pair; the code below holds for
+ * any k): (A) each rank hands its blocks for the other site to the stream
+ * rank of its range; (B) stream pair j exchanges them in one message each
+ * way, posted before the alltoall inside the site and waited for after it;
+ * (C) each stream rank hands every rank of its site the blocks from its
+ * partner's range.
  */
 int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
@@ -906,10 +1041,9 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 {
 	struct sub L = sub_local(c);
 	struct img in = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
-	MPI_Request *req = NULL;
-	char *sl = NULL, *rl = NULL, *cm = NULL, *g = NULL, *h = NULL, *d = NULL,
-	     *rx = NULL;
-	int rc, l, j, s, nr = 0, me = c->me, o = 1 - me, lr = L.rank;
+	MPI_Request *req = NULL, rb[2];
+	char *cm = NULL, *g = NULL, *h = NULL, *d = NULL, *rx = NULL;
+	int rc, l, j, s, nr = 0, nb = 0, me = c->me, o = 1 - me, lr = L.rank;
 	int nm = c->n[me], no = c->n[o], mj, sa;
 	size_t b;
 
@@ -920,12 +1054,14 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, &in));
 	b = in.bytes / (size_t)c->size;
 	CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
-	sl = xmalloc((size_t)nm * b);
-	rl = xmalloc((size_t)nm * b);
+	if (k > 1) {
+		CHECK(alltoall_direct(c, in.p, out.p, b));
+		goto deliver;
+	}
 	cm = xmalloc((size_t)no * b);
 	rx = xmalloc((size_t)no * b);
 	req = malloc(sizeof(MPI_Request) * (size_t)(2 * nm + 2 * k + 4));
-	if (!sl || !rl || !cm || !rx || !req)
+	if (!cm || !rx || !req)
 		CHECK(MPI_ERR_NO_MEM);
 	mj = my_stream(c, k);
 	sa = stream(c, me, k, seg_of(nm, k, lr));
@@ -939,14 +1075,6 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 					 (int)((size_t)seg_len(no, k, j) * b), MPI_BYTE, s,
 					 TAG_FROM_STREAM, &req[nr++]));
 	}
-
-	/* inside my site */
-	for (l = 0; l < nm; l++)
-		memcpy(sl + (size_t)l * b, in.p + (size_t)c->members[me][l] * b, b);
-	xs_model_alltoall(L.w, L.size, lr, b);
-	CHECK(PMPI_Alltoall(sl, (int)b, MPI_BYTE, rl, (int)b, MPI_BYTE, c->local));
-	for (l = 0; l < nm; l++)
-		memcpy(out.p + (size_t)c->members[me][l] * b, rl + (size_t)l * b, b);
 
 	/* (A) my blocks for the other site, to the stream rank of my range */
 	for (l = 0; l < no; l++)
@@ -986,23 +1114,32 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 	}
 
 	/* (B) stream pair j: range j of my site x all of the other site, and
-	 * back range j of the other site x all of mine */
+	 * back range j of the other site x all of mine; posted before the
+	 * exchange inside the site, waited for after it */
 	if (mj >= 0) {
 		int lenm = seg_len(nm, k, mj), leno = seg_len(no, k, mj);
-		int peer = stream(c, o, k, mj), src, dst;
-		MPI_Request rb[2];
-		MPI_Request *rC;
-		int nC = 0;
+		int peer = stream(c, o, k, mj);
 
 		h = xmalloc((size_t)leno * (size_t)nm * b);
 		d = xmalloc((size_t)leno * (size_t)nm * b);
 		if (!h || !d)
 			CHECK(MPI_ERR_NO_MEM);
 		CHECK(irecv_from(c, h, (int)((size_t)leno * nm * b), MPI_BYTE, peer,
-				 TAG_CROSS, &rb[0]));
+				 TAG_CROSS, &rb[nb++]));
 		CHECK(isend_to(c, g, (int)((size_t)lenm * no * b), MPI_BYTE, peer,
-			       TAG_CROSS, &rb[1]));
-		CHECK(PMPI_Waitall(2, rb, MPI_STATUSES_IGNORE));
+			       TAG_CROSS, &rb[nb++]));
+	}
+
+	/* inside my site, while the link carries (B) */
+	CHECK(alltoall_local(c, in.p, out.p, b));
+
+	if (mj >= 0) {
+		int leno = seg_len(no, k, mj), src, dst;
+		MPI_Request *rC;
+		int nC = 0;
+
+		CHECK(PMPI_Waitall(nb, rb, MPI_STATUSES_IGNORE));
+		nb = 0;
 
 		/* (C) h is [source in range][destination at my site]: to each
 		 * destination its column */
@@ -1034,15 +1171,16 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 	nr = 0;
 	for (l = 0; l < no; l++)
 		memcpy(out.p + (size_t)c->members[o][l] * b, rx + (size_t)l * b, b);
+deliver:
 	FAULT(c, XS_ALLTOALL, c->rank == c->size - 1, out.p, out.bytes);
 	CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
 out:
 	if (nr)
 		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+	if (nb)
+		PMPI_Waitall(nb, rb, MPI_STATUSES_IGNORE);
 	img_free(&in);
 	img_free(&out);
-	free(sl);
-	free(rl);
 	free(cm);
 	free(rx);
 	free(g);

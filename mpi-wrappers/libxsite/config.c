@@ -31,6 +31,8 @@ static const struct tunable {
 	  "rank pairs that carry a large message across the link in parallel" },
 	{ "XSITE_LARGE_MSG", INT, "65536", 0, 1L << 40,
 	  "bytes from which a collective splits its data over XSITE_STREAMS pairs" },
+	{ "XSITE_PIPELINE", INT, "524288", 0, 1L << 40,
+	  "bytes per stream pair in each step of a pipelined large reduction (0: no pipeline)" },
 	{ "XSITE_VERBOSE", INT, "0", 0, 2,
 	  "1: log each collective decision once per communicator and the traffic; 2: also the tunables" },
 	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, "auto", 0, 2,
@@ -115,6 +117,8 @@ void xs_config_load(int world_rank)
 			xs_cfg.streams = (int)x;
 		else if (!strcmp(t->name, "XSITE_LARGE_MSG"))
 			xs_cfg.large_msg = x;
+		else if (!strcmp(t->name, "XSITE_PIPELINE"))
+			xs_cfg.pipeline = x;
 		else if (!strcmp(t->name, "XSITE_VERBOSE"))
 			xs_cfg.verbose = (int)x;
 		else if (!strcmp(t->name, "XSITE_NODE_LEVEL"))

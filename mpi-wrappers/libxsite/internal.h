@@ -27,6 +27,7 @@ struct xs_config {
 	int coll;            /* XSITE_COLL */
 	int streams;         /* XSITE_STREAMS */
 	long large_msg;      /* XSITE_LARGE_MSG */
+	long pipeline;       /* XSITE_PIPELINE */
 	int verbose;         /* XSITE_VERBOSE */
 	int node_level;      /* XSITE_NODE_LEVEL */
 	int node_size;       /* XSITE_NODE_SIZE */

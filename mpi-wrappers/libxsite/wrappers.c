@@ -145,53 +145,32 @@ int MPI_Finalize(void)
 		return rc_;                                                    \
 	} while (0)
 
-int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	     MPI_Comm comm)
-{
-	COUNTED(PMPI_Send(buf, count, t, dest, tag, comm), comm, dest, count, t);
-}
+/* MPI_Send, MPI_Ssend, MPI_Rsend, MPI_Bsend */
+#define BLOCKING_SEND(name)                                                   \
+	int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,  \
+		       int tag, MPI_Comm comm)                                \
+	{                                                                     \
+		COUNTED(PMPI_##name(buf, count, t, dest, tag, comm), comm,    \
+			dest, count, t);                                      \
+	}
 
-int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	      MPI_Comm comm)
-{
-	COUNTED(PMPI_Ssend(buf, count, t, dest, tag, comm), comm, dest, count, t);
-}
+/* MPI_Isend, MPI_Issend, MPI_Irsend, MPI_Ibsend */
+#define NONBLOCKING_SEND(name)                                                \
+	int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,  \
+		       int tag, MPI_Comm comm, MPI_Request *req)              \
+	{                                                                     \
+		COUNTED(PMPI_##name(buf, count, t, dest, tag, comm, req),     \
+			comm, dest, count, t);                                \
+	}
 
-int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	      MPI_Comm comm)
-{
-	COUNTED(PMPI_Rsend(buf, count, t, dest, tag, comm), comm, dest, count, t);
-}
-
-int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	      MPI_Comm comm)
-{
-	COUNTED(PMPI_Bsend(buf, count, t, dest, tag, comm), comm, dest, count, t);
-}
-
-int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	      MPI_Comm comm, MPI_Request *req)
-{
-	COUNTED(PMPI_Isend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
-}
-
-int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	       MPI_Comm comm, MPI_Request *req)
-{
-	COUNTED(PMPI_Issend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
-}
-
-int MPI_Irsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	       MPI_Comm comm, MPI_Request *req)
-{
-	COUNTED(PMPI_Irsend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
-}
-
-int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-	       MPI_Comm comm, MPI_Request *req)
-{
-	COUNTED(PMPI_Ibsend(buf, count, t, dest, tag, comm, req), comm, dest, count, t);
-}
+BLOCKING_SEND(Send)
+BLOCKING_SEND(Ssend)
+BLOCKING_SEND(Rsend)
+BLOCKING_SEND(Bsend)
+NONBLOCKING_SEND(Isend)
+NONBLOCKING_SEND(Issend)
+NONBLOCKING_SEND(Irsend)
+NONBLOCKING_SEND(Ibsend)
 
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest,
 		 int stag, void *rbuf, int rcount, MPI_Datatype rtype, int src,
@@ -217,33 +196,19 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest,
 		return rc_;                                                    \
 	} while (0)
 
-int MPI_Send_init(const void *buf, int count, MPI_Datatype t, int dest, int tag,
-		  MPI_Comm comm, MPI_Request *req)
-{
-	PERSIST(PMPI_Send_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
-		count, t);
-}
+/* MPI_Send_init, MPI_Ssend_init, MPI_Rsend_init, MPI_Bsend_init */
+#define PERSISTENT_SEND(name)                                                 \
+	int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,  \
+		       int tag, MPI_Comm comm, MPI_Request *req)              \
+	{                                                                     \
+		PERSIST(PMPI_##name(buf, count, t, dest, tag, comm, req), req,\
+			comm, dest, count, t);                                \
+	}
 
-int MPI_Ssend_init(const void *buf, int count, MPI_Datatype t, int dest,
-		   int tag, MPI_Comm comm, MPI_Request *req)
-{
-	PERSIST(PMPI_Ssend_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
-		count, t);
-}
-
-int MPI_Rsend_init(const void *buf, int count, MPI_Datatype t, int dest,
-		   int tag, MPI_Comm comm, MPI_Request *req)
-{
-	PERSIST(PMPI_Rsend_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
-		count, t);
-}
-
-int MPI_Bsend_init(const void *buf, int count, MPI_Datatype t, int dest,
-		   int tag, MPI_Comm comm, MPI_Request *req)
-{
-	PERSIST(PMPI_Bsend_init(buf, count, t, dest, tag, comm, req), req, comm, dest,
-		count, t);
-}
+PERSISTENT_SEND(Send_init)
+PERSISTENT_SEND(Ssend_init)
+PERSISTENT_SEND(Rsend_init)
+PERSISTENT_SEND(Bsend_init)
 
 int MPI_Start(MPI_Request *req)
 {
@@ -393,187 +358,142 @@ static uint64_t nbytes(int count, MPI_Datatype t)
 	return (uint64_t)count * (uint64_t)size;
 }
 
+/* a fallback on an intracommunicator: what the library would send, modelled
+ * (unit: the bytes of a reduction or broadcast, or one rank's block) */
+static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
+		  int root)
+{
+	const int *w = c->wrank;
+
+	switch (coll) {
+	case XS_ALLREDUCE: xs_model_allreduce(w, c->size, c->rank, unit); break;
+	case XS_REDUCE: xs_model_reduce(w, c->size, c->rank, root, unit); break;
+	case XS_BCAST: xs_model_bcast(w, c->size, c->rank, root, unit); break;
+	case XS_BARRIER: xs_model_barrier(w, c->size, c->rank); break;
+	case XS_ALLGATHER: xs_model_allgather(w, c->size, c->rank, unit); break;
+	case XS_GATHER: xs_model_gather(w, c->size, c->rank, root, unit); break;
+	case XS_SCATTER: xs_model_scatter(w, c->size, c->rank, root, unit); break;
+	case XS_ALLTOALL: xs_model_alltoall(w, c->size, c->rank, unit); break;
+	case XS_NCOLL: break;
+	}
+}
+
+/* decide() for a call of total bytes, and count a fallback with the model */
+static int route(MPI_Comm comm, enum xs_coll_id coll, uint64_t total,
+		 uint64_t unit, int root, const char *why, struct xs_comm **cp)
+{
+	int k = decide(comm, coll, total, why, cp);
+
+	if (!k && MODELLED(*cp))
+		model(*cp, coll, unit, root);
+	return k;
+}
+
+/* route() for the data-movement collectives: block bytes from each rank */
+static int route_blocks(MPI_Comm comm, enum xs_coll_id coll, uint64_t block,
+			int root, struct xs_comm **cp)
+{
+	int size;
+
+	PMPI_Comm_size(comm, &size);
+	return route(comm, coll, block * (uint64_t)size, block, root,
+		     bytes_why(block * (uint64_t)size), cp);
+}
+
+/* the block of a rooted collective as each rank knows it (the root's
+ * arguments at the root, the others' elsewhere): equal by the type-signature
+ * rule */
+static uint64_t rooted_block(MPI_Comm comm, int root, int rootcount,
+			     MPI_Datatype roottype, int count, MPI_Datatype t)
+{
+	int rank, inter;
+
+	PMPI_Comm_test_inter(comm, &inter);
+	PMPI_Comm_rank(comm, &rank);
+	return !inter && rank == root ? nbytes(rootcount, roottype) : nbytes(count, t);
+}
+
+/*
+ * The body of every collective wrapper: LIB (the library's own call) when
+ * libxsite is not active or is re-entered; else k = ROUTE (route() or
+ * route_blocks(), which set c and count a fallback) and XS (xsite's version,
+ * with c and k) when k > 0, LIB when k = 0.
+ */
+#define COLLECTIVE(lib, route_call, xs_call) do {                             \
+		struct xs_comm *c;                                             \
+		int k, rc;                                                     \
+		GUARD(lib);                                                    \
+		xs_depth++;                                                    \
+		k = (route_call);                                              \
+		rc = k ? (xs_call) : (lib);                                    \
+		xs_depth--;                                                    \
+		return rc;                                                     \
+	} while (0)
+
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 		  MPI_Op op, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t bytes;
-	int k, rc;
-
-	GUARD(PMPI_Allreduce(sbuf, rbuf, count, t, op, comm));
-	xs_depth++;
-	bytes = nbytes(count, t);
-	k = decide(comm, XS_ALLREDUCE, bytes, reduce_why(count, t, op), &c);
-	if (k) {
-		rc = xs_allreduce(c, sbuf, rbuf, count, t, op, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_allreduce(c->wrank, c->size, c->rank, bytes);
-		rc = PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Allreduce(sbuf, rbuf, count, t, op, comm),
+		   route(comm, XS_ALLREDUCE, nbytes(count, t), nbytes(count, t), 0,
+			 reduce_why(count, t, op), &c),
+		   xs_allreduce(c, sbuf, rbuf, count, t, op, k));
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t bytes;
-	int k, rc;
-
-	GUARD(PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm));
-	xs_depth++;
-	bytes = nbytes(count, t);
-	k = decide(comm, XS_REDUCE, bytes, reduce_why(count, t, op), &c);
-	if (k) {
-		rc = xs_reduce(c, sbuf, rbuf, count, t, op, root, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_reduce(c->wrank, c->size, c->rank, root, bytes);
-		rc = PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm),
+		   route(comm, XS_REDUCE, nbytes(count, t), nbytes(count, t), root,
+			 reduce_why(count, t, op), &c),
+		   xs_reduce(c, sbuf, rbuf, count, t, op, root, k));
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t bytes;
-	int k, rc;
-
-	GUARD(PMPI_Bcast(buf, count, t, root, comm));
-	xs_depth++;
-	bytes = nbytes(count, t);
-	k = decide(comm, XS_BCAST, bytes, bytes_why(bytes), &c);
-	if (k) {
-		rc = xs_bcast(c, buf, count, t, root, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_bcast(c->wrank, c->size, c->rank, root, bytes);
-		rc = PMPI_Bcast(buf, count, t, root, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Bcast(buf, count, t, root, comm),
+		   route(comm, XS_BCAST, nbytes(count, t), nbytes(count, t), root,
+			 bytes_why(nbytes(count, t)), &c),
+		   xs_bcast(c, buf, count, t, root, k));
 }
 
 int MPI_Barrier(MPI_Comm comm)
 {
-	struct xs_comm *c;
-	int k, rc;
-
-	GUARD(PMPI_Barrier(comm));
-	xs_depth++;
-	k = decide(comm, XS_BARRIER, 0, NULL, &c);
-	if (k) {
-		rc = xs_barrier(c);
-	} else {
-		if (MODELLED(c))
-			xs_model_barrier(c->wrank, c->size, c->rank);
-		rc = PMPI_Barrier(comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Barrier(comm), route(comm, XS_BARRIER, 0, 0, 0, NULL, &c),
+		   xs_barrier(c));
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		  int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t block;
-	int k, rc, size;
-
-	GUARD(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm));
-	xs_depth++;
-	PMPI_Comm_size(comm, &size);
-	block = nbytes(rcount, rtype);
-	k = decide(comm, XS_ALLGATHER, block * (uint64_t)size,
-		   bytes_why(block * (uint64_t)size), &c);
-	if (k) {
-		rc = xs_allgather(c, sbuf, scount, stype, rbuf, rcount, rtype, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_allgather(c->wrank, c->size, c->rank, block);
-		rc = PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm),
+		   route_blocks(comm, XS_ALLGATHER, nbytes(rcount, rtype), 0, &c),
+		   xs_allgather(c, sbuf, scount, stype, rbuf, rcount, rtype, k));
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 	       int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t block;
-	int k, rc, size, rank, inter;
-
-	GUARD(PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
-	xs_depth++;
-	PMPI_Comm_test_inter(comm, &inter);
-	PMPI_Comm_size(comm, &size);
-	PMPI_Comm_rank(comm, &rank);
-	/* the block size as each rank knows it: equal by the type-signature rule */
-	block = !inter && rank == root ? nbytes(rcount, rtype) : nbytes(scount, stype);
-	k = decide(comm, XS_GATHER, block * (uint64_t)size,
-		   bytes_why(block * (uint64_t)size), &c);
-	if (k) {
-		rc = xs_gather(c, sbuf, scount, stype, rbuf, rcount, rtype, root, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_gather(c->wrank, c->size, c->rank, root, block);
-		rc = PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
+		   route_blocks(comm, XS_GATHER,
+				rooted_block(comm, root, rcount, rtype, scount, stype),
+				root, &c),
+		   xs_gather(c, sbuf, scount, stype, rbuf, rcount, rtype, root, k));
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t block;
-	int k, rc, size, rank, inter;
-
-	GUARD(PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm));
-	xs_depth++;
-	PMPI_Comm_test_inter(comm, &inter);
-	PMPI_Comm_size(comm, &size);
-	PMPI_Comm_rank(comm, &rank);
-	block = !inter && rank == root ? nbytes(scount, stype) : nbytes(rcount, rtype);
-	k = decide(comm, XS_SCATTER, block * (uint64_t)size,
-		   bytes_why(block * (uint64_t)size), &c);
-	if (k) {
-		rc = xs_scatter(c, sbuf, scount, stype, rbuf, rcount, rtype, root, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_scatter(c->wrank, c->size, c->rank, root, block);
-		rc = PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
+		   route_blocks(comm, XS_SCATTER,
+				rooted_block(comm, root, scount, stype, rcount, rtype),
+				root, &c),
+		   xs_scatter(c, sbuf, scount, stype, rbuf, rcount, rtype, root, k));
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		 int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
-	struct xs_comm *c;
-	uint64_t block;
-	int k, rc, size;
-
-	GUARD(PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm));
-	xs_depth++;
-	PMPI_Comm_size(comm, &size);
-	block = nbytes(rcount, rtype);
-	k = decide(comm, XS_ALLTOALL, block * (uint64_t)size,
-		   bytes_why(block * (uint64_t)size), &c);
-	if (k) {
-		rc = xs_alltoall(c, sbuf, scount, stype, rbuf, rcount, rtype, k);
-	} else {
-		if (MODELLED(c))
-			xs_model_alltoall(c->wrank, c->size, c->rank, block);
-		rc = PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-	}
-	xs_depth--;
-	return rc;
+	COLLECTIVE(PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm),
+		   route_blocks(comm, XS_ALLTOALL, nbytes(rcount, rtype), 0, &c),
+		   xs_alltoall(c, sbuf, scount, stype, rbuf, rcount, rtype, k));
 }

@@ -97,17 +97,25 @@ describe("xsite.tune", function()
         end
       end
     end
-    -- 8 ranks (4 per site): allreduce recursive doubling up to L x b = 2 MB, then Rabenseifner
+    -- 8 ranks (4 per site): allreduce recursive doubling while L + 4n/B + 2n/b
+    -- < 2L + n/B + 1.5n/b, i.e. below n = 1 ms / (24.25 ns/B) = 41238 bytes,
+    -- then Rabenseifner
     assert.are.same({ 0, 3, 0, 0 }, lookup(r, 2, 8, 8))
-    assert.are.equal(3, lookup(r, 2, 8, 1999999)[2])
+    assert.are.equal(3, lookup(r, 2, 8, 41237)[2])
+    assert.are.equal(6, lookup(r, 2, 8, 41238)[2])
     assert.are.equal(6, lookup(r, 2, 8, 4 * 1024 * 1024)[2])
-    -- 4 ranks: recursive doubling at every size
-    assert.are.equal(3, lookup(r, 2, 4, 64 * 1024 * 1024)[2])
-    -- bcast and reduce: binomial, segmented from 512 KiB
+    -- 4 ranks: L + 2n/B + n/b vs 2L + n/B + n/b: from L x B = 125000 bytes
+    assert.are.equal(3, lookup(r, 2, 4, 124999)[2])
+    assert.are.equal(6, lookup(r, 2, 4, 64 * 1024 * 1024)[2])
+    -- 2 ranks: one exchange either way, recursive doubling at every size
+    assert.are.equal(3, lookup(r, 2, 2, 64 * 1024 * 1024)[2])
+    -- bcast and reduce: binomial; at 1 Gb/s and 1 ms segments of 4 round
+    -- trips of data (4 x 125 MB/s x 2 ms = 1 MB -> 1 MiB) from 2 MiB
     assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 8, 8))
-    assert.are.same({ tune.SEGMENT_FROM, 6, 0, tune.SEGMENT }, lookup(r, 7, 8, 4 * 1024 * 1024))
+    assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 8, 2 * 1024 * 1024 - 1))
+    assert.are.same({ 2 * 1024 * 1024, 6, 0, 1024 * 1024 }, lookup(r, 7, 8, 4 * 1024 * 1024))
     assert.are.same({ 0, 5, 0, 0 }, lookup(r, 11, 8, 100))
-    assert.are.equal(tune.SEGMENT, lookup(r, 11, 16, 1024 * 1024)[4])
+    assert.are.equal(1024 * 1024, lookup(r, 11, 16, 4 * 1024 * 1024)[4])
     -- barrier: recursive doubling
     assert.are.equal(3, lookup(r, 6, 8, 0)[2])
     -- allgather, 8 ranks: recursive doubling up to L x B / (8/4 - 1.5) = 250 kB in all, then linear
@@ -117,11 +125,80 @@ describe("xsite.tune", function()
     assert.are.equal(1, lookup(r, 0, 9, 250000)[2])
   end)
 
-  it("moves the allreduce threshold with the link latency", function()
+  it("moves the allreduce threshold with the link latency, never past a few link round trips of data", function()
     local r1 = parse_rules(tune.rules_text(tune.plan({ bandwidth = GBIT, latency = 1e-3 }, { local_bandwidth = 2e9 })))
     local r5 = parse_rules(tune.rules_text(tune.plan({ bandwidth = GBIT, latency = 5e-3 }, { local_bandwidth = 2e9 })))
-    assert.are.equal(3, lookup(r5, 2, 8, 4 * 1024 * 1024)[2])
+    -- 5 ms: five times the 1 ms threshold (206186 bytes)
+    assert.are.equal(3, lookup(r5, 2, 8, 206185)[2])
+    assert.are.equal(6, lookup(r5, 2, 8, 206186)[2])
+    -- a 4 MiB allreduce is Rabenseifner at 1 ms and at 5 ms: recursive
+    -- doubling would push 4 x 4 MiB each way through the link
     assert.are.equal(6, lookup(r1, 2, 8, 4 * 1024 * 1024)[2])
+    assert.are.equal(6, lookup(r5, 2, 8, 4 * 1024 * 1024)[2])
+  end)
+
+  it("segments a broadcast or reduce only in pieces of several link round trips", function()
+    -- coll/tuned waits for each segment (about one round trip each): a
+    -- segment of 128 KiB at 5 ms would move 4 MiB at ~13 MB/s through a
+    -- 125 MB/s link
+    assert.are.equal(1024 * 1024, tune.segment({ bandwidth = GBIT, latency = 1e-3 }))
+    assert.are.equal(8 * 1024 * 1024, tune.segment({ bandwidth = GBIT, latency = 5e-3 }))
+    assert.are.equal(tune.SEGMENT, tune.segment({ bandwidth = GBIT, latency = 1e-6 }))
+    for _, lat in ipairs({ 145e-6, 1e-3, 5e-3, 9e-3 }) do
+      local link = { bandwidth = GBIT, latency = lat }
+      local r = parse_rules(tune.rules_text(tune.plan(link, { local_bandwidth = 2e9 })))
+      for _, id in ipairs({ 7, 11 }) do
+        for _, s in ipairs(r[id]) do
+          for _, x in ipairs(s.rules) do
+            if x[4] > 0 then
+              -- the time of a segment on the link is 4/5 or more of the
+              -- segment's time with its round trip
+              local on_link = x[4] / GBIT
+              assert.is_true(on_link / (on_link + 2 * lat) >= 0.8)
+              assert.is_true(x[1] >= 2 * x[4])
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it("models the bytes each allreduce algorithm sends across the link", function()
+    local link = { bandwidth = GBIT, latency = 1e-3 }
+    local n = 4 * 1024 * 1024
+    for _, c in ipairs({ 2, 4, 8, 64 }) do
+      -- recursive doubling: in the round at distance c/2 each of the c/2
+      -- ranks of a site sends its whole vector
+      local _, across, crossings, inside = tune.allreduce_cost("recursive_doubling", n, c, link, 2e9)
+      assert.are.equal(c / 2 * n, across)
+      assert.are.equal(1, crossings)
+      assert.are.equal(math.floor(math.log(c / 2) / math.log(2) + 0.5) * n, inside)
+      -- Rabenseifner: n/c a rank in the last halving round and the first
+      -- doubling round: n each way in all, whatever c
+      _, across, crossings = tune.allreduce_cost("rabenseifner", n, c, link, 2e9)
+      assert.are.equal(n, across)
+      assert.are.equal(2, crossings)
+    end
+    assert.has_error(function() tune.allreduce_cost("ring", n, 8, link, 2e9) end)
+  end)
+
+  it("gives each allreduce size the algorithm its model makes fastest", function()
+    for _, lat in ipairs({ 145e-6, 1e-3, 5e-3, 9e-3 }) do
+      local link = { bandwidth = GBIT, latency = lat }
+      local r = parse_rules(tune.rules_text(tune.plan(link, { local_bandwidth = 2e9 })))
+      for _, c in ipairs({ 2, 4, 8, 16, 256 }) do
+        local n = 8
+        while n <= 64 * 1024 * 1024 do
+          local alg = lookup(r, 2, c, n)[2] == 6 and "rabenseifner" or "recursive_doubling"
+          local other = alg == "rabenseifner" and "recursive_doubling" or "rabenseifner"
+          local t = tune.allreduce_cost(alg, n, c, link, 2e9)
+          local u = tune.allreduce_cost(other, n, c, link, 2e9)
+          assert.is_true(t <= u * (1 + 1e-9),
+            string.format("L=%g c=%d n=%d: %s %.6f s > %s %.6f s", lat, c, n, alg, t, other, u))
+          n = n * 2
+        end
+      end
+    end
   end)
 
   it("gives the OMPI_MCA_ environment, as env lines or shell exports", function()
