@@ -759,9 +759,14 @@ local function job_accounting(id)
     p:close()
     return text
   end
-  return report.parse_accounting(run(string.format("sacct -j %s -X -n -P --delimiter=%s --format=%s", id,
+  local a = report.parse_accounting(run(string.format("sacct -j %s -X -n -P --delimiter=%s --format=%s", id,
     shell_quote("\t"), table.concat(report.SACCT_FIELDS, ","))), "sacct")
-    or report.parse_accounting(run("scontrol show job -o " .. id), "scontrol")
+  if a and a.record then return a end
+  -- slurmdbd may not have the AdminComment yet; slurmctld keeps an ended
+  -- job for MinJobAge
+  local b = report.parse_accounting(run("scontrol show job -o " .. id), "scontrol")
+  if b and b.record then return b end
+  return a or b
 end
 
 function M.report(args, io_, global)
