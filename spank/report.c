@@ -173,16 +173,19 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
 {
 	struct stat ms;
 	gid_t group;
-	int job, mpi = -1, rc = -1, acl;
+	char *warn = NULL;
+	int job, mpi = -1, rc = -1;
 
 	*traffic = NULL;
 	*err = NULL;
 	job = open_job(dir, st, &group, err);
 	if (job < 0)
 		return -1;
-	acl = share_with_owner(job, group, 0750, st->uid, 5, dir, err);
-	if (acl < 0)
+	if (share_with_owner(job, group, 0750, st->uid, 5, dir, &warn) < 0) {
+		*err = warn;
+		warn = NULL;
 		goto out;
+	}
 	if (mkdirat(job, MPI_DIR, 0700) < 0 && errno != EEXIST) {
 		*err = xsite_fmt("ReportDir %s: cannot create %u/" MPI_DIR "/: %s", dir, st->jobid,
 				 strerror(errno));
@@ -206,8 +209,14 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
 	if (*traffic == NULL)
 		goto out;
 	/* a missing ACL is worth a log line (*err), not a missing record */
-	rc = acl > 0 ? 1 : 0;
+	rc = 0;
+	if (warn != NULL) {
+		*err = warn;
+		warn = NULL;
+		rc = 1;
+	}
 out:
+	free(warn);
 	if (mpi >= 0)
 		close(mpi);
 	close(job);
