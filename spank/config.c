@@ -10,15 +10,23 @@
 
 #include "config.h"
 
+char *xsite_vfmt(const char *format, va_list ap)
+{
+	char *s = NULL;
+
+	if (vasprintf(&s, format, ap) < 0)
+		s = NULL;
+	return s;
+}
+
 /* A new string formatted like printf, or NULL when out of memory. */
 char *xsite_fmt(const char *format, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, format);
-	if (vasprintf(&s, format, ap) < 0)
-		s = NULL;
+	s = xsite_vfmt(format, ap);
 	va_end(ap);
 	return s;
 }

@@ -9,6 +9,7 @@
 #ifndef XSITE_CONFIG_H
 #define XSITE_CONFIG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -42,5 +43,8 @@ void xsite_config_free(struct xsite_config *cfg);
 
 /* A new string formatted like printf (free it), or NULL when out of memory. */
 char *xsite_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* xsite_fmt with a va_list. */
+char *xsite_vfmt(const char *format, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif /* XSITE_CONFIG_H */

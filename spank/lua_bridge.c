@@ -15,6 +15,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "config.h"
 #include "lua_bridge.h"
 
 #define GLUE_KEY "xsite.spank.glue"
@@ -63,11 +64,10 @@ static char *one_line(char *s)
 static void set_error(struct xsite_lua *x, const char *format, ...)
 {
 	va_list ap;
-	char *s = NULL;
+	char *s;
 
 	va_start(ap, format);
-	if (vasprintf(&s, format, ap) < 0)
-		s = NULL;
+	s = xsite_vfmt(format, ap);
 	va_end(ap);
 	free(x->error);
 	x->error = one_line(s);

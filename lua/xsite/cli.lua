@@ -233,6 +233,18 @@ local function command_options(name, args, spec, io_)
   return opts
 end
 
+-- A --format value: the given one, else the first of formats; nil after
+-- naming the bad value on stderr.
+local function output_format(cmd, value, formats, io_)
+  if value == nil then return formats[1] end
+  for _, f in ipairs(formats) do
+    if value == f then return f end
+  end
+  err(io_, "xsite %s: --format: '%s' is not %s or %s\n", cmd, value,
+    table.concat(formats, ", ", 1, #formats - 1), formats[#formats])
+  return nil
+end
+
 local function load_config(path, io_)
   path = path or config.locate()
   local cfg, msg = config.load(path)
@@ -460,11 +472,8 @@ function M.map(args, io_, global)
   local opts, code = command_options("map", args, { nodelist = true, ["tasks-per-node"] = true, ["comm-graph"] = true,
     format = true, verbose = false }, io_)
   if not opts then return code end
-  local format = opts.format or "hostfile"
-  if format ~= "hostfile" and format ~= "rankfile" and format ~= "json" then
-    err(io_, "xsite map: --format: '%s' is not hostfile, rankfile or json\n", format)
-    return 2
-  end
+  local format = output_format("map", opts.format, { "hostfile", "rankfile", "json" }, io_)
+  if not format then return 2 end
   local list = opts.nodelist or os.getenv("SLURM_JOB_NODELIST") or os.getenv("SLURM_NODELIST")
   if not list then
     err(io_, "xsite map: no --nodelist and no SLURM_JOB_NODELIST: run inside an allocation\n")
@@ -633,11 +642,8 @@ M["tune-mpi"] = function(args, io_, global)
   local opts, code = command_options("tune-mpi", args, { ["link-bandwidth"] = true, ["link-latency"] = true,
     ["rules-file"] = true, format = true }, io_)
   if not opts then return code end
-  local format = opts.format or "env"
-  if format ~= "env" and format ~= "shell" and format ~= "rules" then
-    err(io_, "xsite tune-mpi: --format: '%s' is not env, shell or rules\n", format)
-    return 2
-  end
+  local format = output_format("tune-mpi", opts.format, { "env", "shell", "rules" }, io_)
+  if not format then return 2 end
   if opts["rules-file"] == "" then err(io_, "xsite tune-mpi: --rules-file: empty path\n") return 2 end
   local link, lbw = {}, nil
   for _, k in ipairs({ { "link-bandwidth", "bandwidth", "bandwidth" }, { "link-latency", "latency", "time" } }) do

@@ -782,7 +782,7 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 	int amroot = c->rank == root, lr = L.rank;
 	size_t b;
 
-	CHECK(own_block(c, amroot ? sbuf : sbuf, scount, stype, rbuf, rcount, rtype,
+	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype,
 			root, &own));
 	b = own.bytes;
 	req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
