@@ -56,6 +56,13 @@
 #include "remote.h"
 #include "report.h"
 
+/*
+ * The step's one Lua state with xsite.conf loaded: opened at the first need
+ * (init_post_opt, else user_init), kept by slurmstepd for the step, closed
+ * at exit.
+ */
+static struct xsite_lua *lua;
+
 /* This node's coll/tuned rules file of the step (tune_mpi), removed at exit. */
 static char *rules_file;
 
@@ -281,9 +288,24 @@ out:
 	free(profile);
 }
 
+/* The step's Lua state (see lua); NULL and *why (caller frees) on failure. */
+static struct xsite_lua *remote_lua(const struct xsite_config *cfg, char **why)
+{
+	*why = NULL;
+	if (lua != NULL)
+		return lua;
+	lua = xsite_lua_open(cfg->lua_path, why);
+	if (lua != NULL && xsite_lua_load_config(lua, cfg->config_path) < 0) {
+		*why = strdup(xsite_lua_error(lua));
+		xsite_lua_close(lua);
+		lua = NULL;
+	}
+	return lua;
+}
+
 void xsite_remote_post_opt(spank_t sp, const struct xsite_config *cfg)
 {
-	struct xsite_lua *x = NULL;
+	struct xsite_lua *x;
 	char host[256], *nodelist = NULL, *err = NULL;
 
 	if (!cfg->report)
@@ -292,21 +314,19 @@ void xsite_remote_post_opt(spank_t sp, const struct xsite_config *cfg)
 		return;
 	host[sizeof(host) - 1] = '\0';
 	nodelist = job_getenv(sp, "SLURM_JOB_NODELIST");
-	x = xsite_lua_open(cfg->lua_path, &err);
-	if (x == NULL || nodelist == NULL || xsite_lua_load_config(x, cfg->config_path) < 0)
+	x = remote_lua(cfg, &err);
+	if (x == NULL || nodelist == NULL)
 		slurm_error("xsite: report: %s; no record",
-			    x == NULL ? err : nodelist == NULL ? "SLURM_JOB_NODELIST is not set" :
-			    xsite_lua_error(x));
+			    x == NULL ? (err ? err : "out of memory") : "SLURM_JOB_NODELIST is not set");
 	else
 		report_start(sp, x, host, nodelist);
-	xsite_lua_close(x);
 	free(nodelist);
 	free(err);
 }
 
 void xsite_remote_exit(const struct xsite_config *cfg)
 {
-	struct xsite_lua *x = NULL;
+	struct xsite_lua *x;
 	char *err = NULL, *text = NULL;
 	int lock = -1;
 
@@ -317,11 +337,11 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 		rules_file = NULL;
 	}
 	if (rep.start == NULL)
-		return;
-	x = xsite_lua_open(cfg->lua_path, &err);
-	if (x == NULL || xsite_lua_load_config(x, cfg->config_path) < 0) {
+		goto out;
+	x = remote_lua(cfg, &err);
+	if (x == NULL) {
 		slurm_error("xsite: report: job %u step %s: %s; no record", rep.step.jobid, rep.step.step,
-			    x ? xsite_lua_error(x) : err);
+			    err ? err : "out of memory");
 		goto out;
 	}
 	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, &text, &lock, &err) < 0) {
@@ -337,7 +357,8 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 out:
 	if (lock >= 0)
 		close(lock);
-	xsite_lua_close(x);
+	xsite_lua_close(lua);
+	lua = NULL;
 	free(err);
 	free(text);
 	report_clear();
@@ -345,7 +366,7 @@ out:
 
 int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg)
 {
-	struct xsite_lua *x = NULL;
+	struct xsite_lua *x;
 	struct xsite_task_env env = { 0 };
 	char host[256];
 	char *nodelist = NULL, *err = NULL, *why = NULL;
@@ -363,14 +384,13 @@ int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg)
 		goto fail;
 	}
 
-	x = xsite_lua_open(cfg->lua_path, &err);
+	x = remote_lua(cfg, &err);
 	if (x == NULL) {
 		why = err;
 		err = NULL;
 		goto fail;
 	}
-	if (xsite_lua_load_config(x, cfg->config_path) < 0 ||
-	    xsite_lua_task_env(x, host, nodelist, &env) < 0) {
+	if (xsite_lua_task_env(x, host, nodelist, &env) < 0) {
 		why = strdup(xsite_lua_error(x));
 		goto fail;
 	}
@@ -397,7 +417,6 @@ fail:
 	skip(sp, why ? why : "out of memory");
 out:
 	xsite_task_env_free(&env);
-	xsite_lua_close(x);
 	free(nodelist);
 	free(err);
 	free(why);
