@@ -14,8 +14,8 @@
  * else the configured ones.
  *
  * With tune_mpi=yes, the tasks of a spanning job also get Open MPI settings
- * for the link (OMPI_MCA_btl_tcp_sndbuf/rcvbuf, OMPI_MCA_coll_tuned_*: see
- * tune_mpi() and lua/xsite/tune.lua).
+ * for the link (OMPI_MCA_btl_tcp_sndbuf/rcvbuf/eager_limit,
+ * OMPI_MCA_coll_tuned_*: see tune_mpi() and lua/xsite/tune.lua).
  *
  * With report=yes (the default), each step also goes into the job's record
  * in ReportDir (report.c).  In init_post_opt, where slurmstepd is still
@@ -137,7 +137,7 @@ static int export(spank_t sp, const char *name, const char *value)
  * MPI tuning for spanning jobs, with tune_mpi=yes: xsite.spank.tune_env
  * writes an Open MPI coll/tuned rules file for the link into this node's
  * /tmp (the task runs here) and gives the OMPI_MCA_* settings (TCP buffers
- * from the bandwidth-delay product, the rules file), exported here.  A
+ * and eager limit from the bandwidth-delay product, the rules file), exported here.  A
  * failure only loses the tuning (logged); the step runs.
  */
 static void tune_mpi(spank_t sp, struct xsite_lua *x)

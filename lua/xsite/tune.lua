@@ -13,6 +13,16 @@
 -- hand.  The kernel caps the value at net.core.wmem_max / rmem_max: the
 -- administrator must raise those (see `kernel_caps`).
 --
+-- **btl/tcp's eager limit** (`btl_tcp_eager_limit`): Open MPI's ob1 sends a
+-- message up to the eager limit (64 KiB by default) at once; a longer one
+-- first sends a request and waits for the receiver's answer before the rest
+-- follows, so that it pays three one-way latencies, not one.  Up to one
+-- bandwidth-delay product (B x 2L bytes) those two extra crossings cost more
+-- than the data itself: the eager limit is that product, rounded up to a
+-- power of two, within [`MIN_EAGER`, `MAX_EAGER`] = [64 KiB, 4 MiB].  It is a
+-- memory choice as well: btl/tcp keeps a free list of eager fragments of
+-- that size (8 at start, per process), 32 MiB a rank at the upper bound.
+--
 -- **A coll/tuned dynamic rules file** (`coll_tuned_use_dynamic_rules=1`,
 -- `coll_tuned_dynamic_rules_filename=PATH`) in Open MPI 4.1's classic format:
 --
@@ -27,21 +37,21 @@
 -- Message sizes are in bytes as coll/tuned computes them: count x type size,
 -- and for allgather count x type size x communicator size.  The algorithms
 -- assume ranks placed site by site (xsite-run's order), half of a
--- communicator of size c at each site, and avoid every ring, whose c-1 steps
--- each pay L:
+-- communicator of size c at each site, so that a chain or a ring through
+-- the ranks in order meets the link only at the sites' borders.  Every
+-- segment is `SEGMENT` (64 KiB) bytes, below the eager limit: sent at once.
 --
 -- - barrier: recursive doubling (3): one of its log2 c rounds crosses.
--- - bcast: binomial tree (6): the root's first child is at the other site,
---   one crossing; messages of two segments or more are pipelined in
---   segments of `segment(link)` bytes.  coll/tuned's segmented trees wait
---   for the sends of one segment before they post the next, and a segment
---   above btl/tcp's eager limit first waits a round trip for the receiver:
---   each segment pays about 2L.  A segment therefore holds at least
---   `SEGMENT_ROUND_TRIPS` round trips of data (8 x B x L), so that the waits
---   cost at most a fifth of the time: 1 MiB at 1 Gb/s and 1 ms, 8 MiB (no
---   segments below 16 MiB) at 5 ms; never less than `SEGMENT`.
--- - reduce: binomial tree (5, in-order tree: non-commutative ops stay right),
---   segmented like bcast.
+-- - bcast: binomial tree (6) for short messages: one crossing, log2 c
+--   rounds.  From `pipeline_from(c)` bytes the pipeline (3): a chain
+--   through the ranks in order, in segments; it crosses once and streams
+--   the link while the chain fills ((c-2) segments), where the binomial
+--   tree passes the whole message on in each of its log2(c/2) rounds at a
+--   site.  coll/tuned's segmented binomial tree is no alternative: on the
+--   testbed it moved 1 MiB at 5 ms in 107 ms, the pipeline in 19.
+-- - reduce: binomial tree (5: Open MPI's in-order tree, so non-commutative
+--   ops stay right; its pipeline, a chain, reverses their order), in
+--   segments from two segments on.
 -- - allreduce (n bytes a rank): recursive doubling (3) or Rabenseifner's
 --   reduce-scatter + allgather (6), whichever `allreduce_cost` models faster.
 --   Recursive doubling crosses once, but in that round each of the c/2 ranks
@@ -51,11 +61,15 @@
 --   way / B + bytes a rank inside the site / b (b the node's network
 --   bandwidth); recursive doubling up to the size where the two meet
 --   (`allreduce_threshold`), then Rabenseifner.
--- - allgather (N bytes in all): recursive doubling (3) crosses once but sends
---   c N / 4 bytes each way; from N = L x B / (c/4 - 3/2) (c >= 8) the linear
---   algorithm (1), a gather to rank 0 and a broadcast (the binomial tree
---   above), crossing twice with 3N/2 bytes in all; never below
---   `ALLGATHER_LINEAR_FLOOR`.
+-- - allgather (N bytes in all): recursive doubling (3) crosses once but in
+--   that round c/2 rank pairs each swap N/2 bytes: c N / 4 each way.  The
+--   ring (4) sends each rank's block around the ranks in order; it crosses
+--   at the two borders in every step, N (c-1)/c bytes each way in all, and
+--   as its sends are eager the steps overlap: a block waits for the link
+--   twice at most, about 2L a call, not c-1 times.  The ring from
+--   `RING_BLOCK` bytes a rank (c >= 8; at c = 4 recursive doubling crosses
+--   with N bytes too): measured on the testbed (8 ranks) at 1 and 5 ms,
+--   recursive doubling is faster at 4 KiB a rank, the ring at 32 KiB.
 --
 -- Nothing here raises on bad input: `nil, message`.
 -- @module xsite.tune
@@ -66,15 +80,19 @@ local M = {}
 M.MIN_BUFFER = 256 * 1024
 M.MAX_BUFFER = 64 * 1024 * 1024
 
---- The smallest segment of a segmented broadcast or reduce (bytes).
-M.SEGMENT = 128 * 1024
+--- Smallest and largest btl/tcp eager limit set (bytes); the smallest is
+-- Open MPI 4.1's own default.
+M.MIN_EAGER = 64 * 1024
+M.MAX_EAGER = 4 * 1024 * 1024
 
---- Link round trips (2L) of data in one segment.
-M.SEGMENT_ROUND_TRIPS = 4
+--- The segment of a pipelined broadcast or a segmented reduce (bytes):
+-- Open MPI's own eager limit, so a segment is sent at once whatever the
+-- link.  Measured at 1 and 5 ms: 64 KiB segments as fast as 128 KiB ones
+-- or faster, 256 KiB and 512 KiB ones up to 1.6 times slower.
+M.SEGMENT = 64 * 1024
 
---- Allgather never switches to gather + broadcast below this many bytes (in
--- all): there the extra site-local steps cost more than the link saves.
-M.ALLGATHER_LINEAR_FLOOR = 64 * 1024
+--- Allgather takes the ring from this many bytes a rank (8 ranks or more).
+M.RING_BLOCK = 16 * 1024
 
 --- Communicator sizes with a rule set: 2, 4, ... `MAX_COMM`.
 M.MAX_COMM = 4096
@@ -123,6 +141,15 @@ function M.tcp_buffer(bandwidth, latency)
   return b
 end
 
+--- btl/tcp's eager limit for a link: one bandwidth-delay product.
+-- @param bandwidth bytes/s
+-- @param latency one-way, seconds
+-- @return bytes (a power of two within [MIN_EAGER, MAX_EAGER])
+function M.eager_limit(bandwidth, latency)
+  local e = pow2_at_least(math.max(bandwidth * 2 * latency, 1))
+  return math.min(math.max(e, M.MIN_EAGER), M.MAX_EAGER)
+end
+
 --- The model of one allreduce algorithm across the link, ranks site by
 -- site, half of the c ranks at each site.
 -- @param alg "recursive_doubling" or "rabenseifner"
@@ -161,12 +188,15 @@ function M.allreduce_threshold(c, link, local_bw)
   return math.ceil((t0rs - t0rd) / (srd - srs))
 end
 
---- The segment of a segmented broadcast or reduce across a link: the power
--- of two at least `SEGMENT_ROUND_TRIPS` x B x 2L bytes, and at least `SEGMENT`.
--- Messages of two segments or more are segmented.
-function M.segment(link)
-  local s = pow2_at_least(M.SEGMENT_ROUND_TRIPS * link.bandwidth * 2 * link.latency)
-  return math.max(s, M.SEGMENT)
+--- The broadcast size (bytes) from which the pipeline beats the binomial
+-- tree for c ranks, or nil (c < 4: one message either way).  Both cross
+-- once with the whole message (L + n/B); at the sites the tree passes n on
+-- in log2(c/2) rounds, the chain fills in c-2 segments: the pipeline from
+-- n = (c-2) x SEGMENT / log2(c/2), and from two segments.  The node's
+-- bandwidth divides both sides: the size does not depend on the link.
+function M.pipeline_from(c)
+  if c < 4 then return nil end
+  return math.max(2 * M.SEGMENT, math.ceil((c - 2) * M.SEGMENT / log2(c / 2)))
 end
 
 -- The rules of one collective for communicators of size c: array of
@@ -176,19 +206,19 @@ local function rules_for(coll, c, link, local_bw)
   local r
   if coll == "barrier" then
     r = { { 0, A.recursive_doubling, 0, 0 } }
-  elseif coll == "bcast" or coll == "reduce" then
-    local seg = M.segment(link)
-    r = { { 0, A.binomial, 0, 0 }, { 2 * seg, A.binomial, 0, seg } }
+  elseif coll == "bcast" then
+    r = { { 0, A.binomial, 0, 0 } }
+    local from = M.pipeline_from(c)
+    if from then r[2] = { from, A.pipeline, 0, M.SEGMENT } end
+  elseif coll == "reduce" then
+    r = { { 0, A.binomial, 0, 0 }, { 2 * M.SEGMENT, A.binomial, 0, M.SEGMENT } }
   elseif coll == "allreduce" then
     r = { { 0, A.recursive_doubling, 0, 0 } }
     local from = M.allreduce_threshold(c, link, local_bw)
     if from then r[2] = { from, A.rabenseifner, 0, 0 } end
   elseif coll == "allgather" then
     r = { { 0, A.recursive_doubling, 0, 0 } }
-    local f = c / 4 - 1.5
-    if c >= 8 and f > 0 then
-      r[2] = { math.max(M.ALLGATHER_LINEAR_FLOOR, math.ceil(link.latency * link.bandwidth / f)), A.linear, 0, 0 }
-    end
+    if c >= 8 then r[2] = { c * M.RING_BLOCK, A.ring, 0, 0 } end
   end
   return r
 end
@@ -197,7 +227,7 @@ end
 -- @param link { bandwidth = bytes/s, latency = one-way seconds }
 -- @param opts optional { local_bandwidth = bytes/s (the nodes' network),
 --   max_comm = largest communicator size with its own rule set }
--- @return { sndbuf, rcvbuf, link, local_bandwidth, rules = { [coll] =
+-- @return { sndbuf, rcvbuf, eager, link, local_bandwidth, rules = { [coll] =
 --   array of { comm = c, rules = array of { size, alg, faninout, segsize } } } },
 --   or nil and a message
 function M.plan(link, opts)
@@ -210,7 +240,8 @@ function M.plan(link, opts)
   local max_comm = opts.max_comm or M.MAX_COMM
   if type(max_comm) ~= "number" or max_comm < 2 then return nil, "max_comm: less than 2" end
   local buf = M.tcp_buffer(link.bandwidth, link.latency)
-  local p = { sndbuf = buf, rcvbuf = buf, link = link, local_bandwidth = local_bw, rules = {} }
+  local p = { sndbuf = buf, rcvbuf = buf, eager = M.eager_limit(link.bandwidth, link.latency),
+    link = link, local_bandwidth = local_bw, rules = {} }
   for _, coll in ipairs(ORDER) do
     local sets = {}
     local c = 2
@@ -238,7 +269,7 @@ function M.rules_text(p)
   w("# Open MPI coll/tuned dynamic rules from xsite tune-mpi (xsite.tune)")
   w("# link: %.0f bytes/s, one-way latency %.6f s; node network %.0f bytes/s",
     p.link.bandwidth, p.link.latency, p.local_bandwidth)
-  w("# ranks assumed site by site; no ring algorithm crosses the link")
+  w("# ranks assumed site by site: chains and rings meet the link at the sites' borders only")
   w("%d # collectives", #ORDER)
   for _, coll in ipairs(ORDER) do
     local sets = p.rules[coll]
@@ -262,6 +293,7 @@ function M.env(p, rules_path)
   local e = {
     { "OMPI_MCA_btl_tcp_sndbuf", tostring(p.sndbuf) },
     { "OMPI_MCA_btl_tcp_rcvbuf", tostring(p.rcvbuf) },
+    { "OMPI_MCA_btl_tcp_eager_limit", tostring(p.eager) },
   }
   if rules_path then
     e[#e + 1] = { "OMPI_MCA_coll_tuned_use_dynamic_rules", "1" }

@@ -62,6 +62,16 @@ describe("xsite.tune", function()
     assert.are.equal(tune.MAX_BUFFER, tune.tcp_buffer(5e9, 9e-3))
   end)
 
+  it("sets the eager limit to the bandwidth-delay product, within bounds", function()
+    -- 1 Gb/s x 2 ms RTT = 250 kB -> 256 KiB; x 10 ms = 1.25 MB -> 2 MiB
+    assert.are.equal(256 * 1024, tune.eager_limit(GBIT, 1e-3))
+    assert.are.equal(2 * 1024 * 1024, tune.eager_limit(GBIT, 5e-3))
+    -- a short link keeps Open MPI's default; a long fast one is capped
+    assert.are.equal(64 * 1024, tune.eager_limit(GBIT, 1e-5))
+    assert.are.equal(tune.MAX_EAGER, tune.eager_limit(5e9, 9e-3))
+    assert.are.equal(2 * 1024 * 1024, assert(tune.plan({ bandwidth = GBIT, latency = 5e-3 })).eager)
+  end)
+
   it("refuses a link without a positive bandwidth or latency", function()
     assert.is_nil((tune.plan({ bandwidth = 0, latency = 1e-3 })))
     local p, e = tune.plan({ bandwidth = GBIT, latency = -1 })
@@ -86,10 +96,13 @@ describe("xsite.tune", function()
     assert.are.equal(tune.MAX_COMM, r[0][#r[0]].comm)
   end)
 
-  it("never chooses a ring and picks the algorithms of the design by size", function()
+  it("picks the algorithms of the design by size, and no ring where a ring would cross often", function()
     local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }, { local_bandwidth = 2e9 }))
     local r = parse_rules(tune.rules_text(p))
-    local rings = { [0] = { 4, 5 }, [2] = { 4, 5 }, [6] = { 2 }, [7] = { 2, 3, 9 }, [11] = { 2, 3 } }
+    -- allreduce's rings, the double-ring barrier, bcast's chain and
+    -- ring-allgather, reduce's chain and pipeline (the pipeline reverses a
+    -- non-commutative op)
+    local rings = { [2] = { 4, 5 }, [6] = { 2 }, [7] = { 2, 9 }, [11] = { 2, 3 } }
     for id, bad in pairs(rings) do
       for _, s in ipairs(r[id]) do
         for _, x in ipairs(s.rules) do
@@ -109,20 +122,24 @@ describe("xsite.tune", function()
     assert.are.equal(6, lookup(r, 2, 4, 64 * 1024 * 1024)[2])
     -- 2 ranks: one exchange either way, recursive doubling at every size
     assert.are.equal(3, lookup(r, 2, 2, 64 * 1024 * 1024)[2])
-    -- bcast and reduce: binomial; at 1 Gb/s and 1 ms segments of 4 round
-    -- trips of data (4 x 125 MB/s x 2 ms = 1 MB -> 1 MiB) from 2 MiB
+    -- bcast, 8 ranks: binomial, then the pipeline in 64 KiB segments from
+    -- 6 x 64 KiB / log2 4 = 192 KiB; 2 ranks: binomial at every size
     assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 8, 8))
-    assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 8, 2 * 1024 * 1024 - 1))
-    assert.are.same({ 2 * 1024 * 1024, 6, 0, 1024 * 1024 }, lookup(r, 7, 8, 4 * 1024 * 1024))
-    assert.are.same({ 0, 5, 0, 0 }, lookup(r, 11, 8, 100))
-    assert.are.equal(1024 * 1024, lookup(r, 11, 16, 4 * 1024 * 1024)[4])
+    assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 8, 196607))
+    assert.are.same({ 196608, 3, 0, 65536 }, lookup(r, 7, 8, 4 * 1024 * 1024))
+    assert.are.same({ 0, 6, 0, 0 }, lookup(r, 7, 2, 64 * 1024 * 1024))
+    -- reduce: the binomial tree, in 64 KiB segments from 128 KiB
+    assert.are.same({ 0, 5, 0, 0 }, lookup(r, 11, 8, 131071))
+    assert.are.same({ 131072, 5, 0, 65536 }, lookup(r, 11, 16, 4 * 1024 * 1024))
     -- barrier: recursive doubling
     assert.are.equal(3, lookup(r, 6, 8, 0)[2])
-    -- allgather, 8 ranks: recursive doubling up to L x B / (8/4 - 1.5) = 250 kB in all, then linear
-    assert.are.equal(3, lookup(r, 0, 8, 249999)[2])
-    assert.are.equal(1, lookup(r, 0, 8, 250000)[2])
+    -- allgather, 8 ranks: recursive doubling below 16 KiB a rank (128 KiB
+    -- in all), then the ring; 4 ranks: recursive doubling at every size
+    assert.are.equal(3, lookup(r, 0, 8, 131071)[2])
+    assert.are.equal(4, lookup(r, 0, 8, 131072)[2])
+    assert.are.equal(3, lookup(r, 0, 4, 64 * 1024 * 1024)[2])
     -- 9 ranks use the rule set of 8
-    assert.are.equal(1, lookup(r, 0, 9, 250000)[2])
+    assert.are.equal(4, lookup(r, 0, 9, 131072)[2])
   end)
 
   it("moves the allreduce threshold with the link latency, never past a few link round trips of data", function()
@@ -137,29 +154,34 @@ describe("xsite.tune", function()
     assert.are.equal(6, lookup(r5, 2, 8, 4 * 1024 * 1024)[2])
   end)
 
-  it("segments a broadcast or reduce only in pieces of several link round trips", function()
-    -- coll/tuned waits for each segment (about one round trip each): a
-    -- segment of 128 KiB at 5 ms would move 4 MiB at ~13 MB/s through a
-    -- 125 MB/s link
-    assert.are.equal(1024 * 1024, tune.segment({ bandwidth = GBIT, latency = 1e-3 }))
-    assert.are.equal(8 * 1024 * 1024, tune.segment({ bandwidth = GBIT, latency = 5e-3 }))
-    assert.are.equal(tune.SEGMENT, tune.segment({ bandwidth = GBIT, latency = 1e-6 }))
+  it("segments broadcasts and reduces in pieces sent at once, whatever the link", function()
     for _, lat in ipairs({ 145e-6, 1e-3, 5e-3, 9e-3 }) do
       local link = { bandwidth = GBIT, latency = lat }
-      local r = parse_rules(tune.rules_text(tune.plan(link, { local_bandwidth = 2e9 })))
+      local p = tune.plan(link, { local_bandwidth = 2e9 })
+      local r = parse_rules(tune.rules_text(p))
       for _, id in ipairs({ 7, 11 }) do
         for _, s in ipairs(r[id]) do
           for _, x in ipairs(s.rules) do
             if x[4] > 0 then
-              -- the time of a segment on the link is 4/5 or more of the
-              -- segment's time with its round trip
-              local on_link = x[4] / GBIT
-              assert.is_true(on_link / (on_link + 2 * lat) >= 0.8)
+              assert.are.equal(tune.SEGMENT, x[4])
+              assert.is_true(x[4] <= p.eager)
               assert.is_true(x[1] >= 2 * x[4])
             end
           end
         end
       end
+    end
+  end)
+
+  it("starts the broadcast pipeline where its chain fills faster than the tree passes the message on", function()
+    assert.is_nil(tune.pipeline_from(2))
+    for _, c in ipairs({ 4, 8, 16, 64, 4096 }) do
+      local n = tune.pipeline_from(c)
+      local tree = function(m) return math.log(c / 2) / math.log(2) * m end
+      local chain = (c - 2) * tune.SEGMENT
+      assert.is_true(n >= 2 * tune.SEGMENT)
+      assert.is_true(chain <= tree(n))
+      if n > 2 * tune.SEGMENT then assert.is_true(chain > tree(n - 1)) end
     end
   end)
 
@@ -205,11 +227,12 @@ describe("xsite.tune", function()
     local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }))
     local e = tune.env(p, "/tmp/a b'c")
     assert.are.equal("OMPI_MCA_btl_tcp_sndbuf=524288\nOMPI_MCA_btl_tcp_rcvbuf=524288\n"
+      .. "OMPI_MCA_btl_tcp_eager_limit=262144\n"
       .. "OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename=/tmp/a b'c\n",
       tune.format(e, "env"))
     assert.matches("export OMPI_MCA_coll_tuned_dynamic_rules_filename='/tmp/a b'\\''c'\n$",
       tune.format(e, "shell"))
-    assert.are.equal(2, #tune.env(p, nil))
+    assert.are.equal(3, #tune.env(p, nil))
     assert.is_nil((tune.format(e, "json")))
   end)
 
@@ -262,6 +285,7 @@ describe("xsite tune-mpi", function()
     local rc, out = run("tune-mpi", "--rules-file", path)
     assert.are.equal(0, rc)
     assert.matches("^OMPI_MCA_btl_tcp_sndbuf=524288\n", out)
+    assert.matches("\nOMPI_MCA_btl_tcp_eager_limit=262144\n", out)
     assert.matches("\nOMPI_MCA_coll_tuned_dynamic_rules_filename=" .. path:gsub("%p", "%%%0") .. "\n$", out)
     local r = parse_rules(assert(io.open(path)):read("*a"))
     os.remove(path)
