@@ -190,6 +190,34 @@ static void img_free(struct img *im)
 	im->base = NULL;
 }
 
+/* what a data-movement collective owns while it runs: two packed images,
+ * its requests (nr of them still outstanding), the blocks of the two sites
+ * (x), a staging buffer (y) and a segment layout (cnt, dsp) */
+struct work {
+	struct img im[2];
+	MPI_Request *req;
+	int nr;
+	char *x[2], *y;
+	int *cnt, *dsp;
+};
+
+/* complete the requests still outstanding (only after an error), free
+ * everything, and pass rc on */
+static int work_end(struct work *w, int rc)
+{
+	if (w->nr)
+		PMPI_Waitall(w->nr, w->req, MPI_STATUSES_IGNORE);
+	img_free(&w->im[0]);
+	img_free(&w->im[1]);
+	free(w->x[0]);
+	free(w->x[1]);
+	free(w->y);
+	free(w->req);
+	free(w->cnt);
+	free(w->dsp);
+	return rc;
+}
+
 #ifdef XSITE_FAULT_INJECTION
 /* test builds only (libxsite-fault.so): XSITE_FAULT=<collective> breaks
  * that collective (one bit of its result; a barrier that does not wait),
@@ -710,24 +738,23 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 		 int k)
 {
 	struct sub L = sub_local(c);
-	struct img own = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
-	MPI_Request *req = NULL;
-	char *x[2] = { NULL, NULL };
-	int *cnt = NULL, *dsp = NULL, rc, r, j, nr = 0;
-	int me = c->me, other = 1 - me;
+	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct img *own = &w.im[0], *out = &w.im[1];
+	char **x = w.x;
+	int rc, r, j, me = c->me, other = 1 - me;
 	size_t b;
 
-	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype, c->rank, &own));
-	b = own.bytes;
+	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype, c->rank, own));
+	b = own->bytes;
 	x[me] = xmalloc((size_t)c->n[me] * b);
 	x[other] = xmalloc((size_t)c->n[other] * b);
-	req = malloc(sizeof(MPI_Request) * 2);
-	if (!x[0] || !x[1] || !req)
+	w.req = malloc(sizeof(MPI_Request) * 2);
+	if (!x[0] || !x[1] || !w.req)
 		CHECK(MPI_ERR_NO_MEM);
 
 	/* my site's blocks, everywhere at my site */
 	xs_model_allgather(L.w, L.size, L.rank, b);
-	CHECK(PMPI_Allgather(own.p, (int)b, MPI_BYTE, x[me], (int)b, MPI_BYTE,
+	CHECK(PMPI_Allgather(own->p, (int)b, MPI_BYTE, x[me], (int)b, MPI_BYTE,
 			     c->local));
 	/* across: segment j of each site's blocks between stream pair j */
 	j = my_stream(c, k);
@@ -736,36 +763,28 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 		int peer = stream(c, other, k, j);
 
 		CHECK(irecv_from(c, x[other] + seg_lo(os, k, j), seg_len(os, k, j),
-				 MPI_BYTE, peer, TAG_CROSS, &req[nr++]));
+				 MPI_BYTE, peer, TAG_CROSS, &w.req[w.nr++]));
 		CHECK(isend_to(c, x[me] + seg_lo(ms, k, j), seg_len(ms, k, j),
-			       MPI_BYTE, peer, TAG_CROSS, &req[nr++]));
-		CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
-		nr = 0;
+			       MPI_BYTE, peer, TAG_CROSS, &w.req[w.nr++]));
+		CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
+		w.nr = 0;
 	}
 	/* the other site's blocks, everywhere at my site */
 	if (k == 1) {
 		CHECK(local_bcast(c, x[other], (int)((size_t)c->n[other] * b), MPI_BYTE));
 	} else {
-		CHECK(seg_layout(c, (int)((size_t)c->n[other] * b), k, &cnt, &dsp));
-		CHECK(sub_allgatherv(&L, x[other], cnt, dsp, MPI_BYTE));
+		CHECK(seg_layout(c, (int)((size_t)c->n[other] * b), k, &w.cnt, &w.dsp));
+		CHECK(sub_allgatherv(&L, x[other], w.cnt, w.dsp, MPI_BYTE));
 	}
 	/* in comm rank order */
-	CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
+	CHECK(img_out(rbuf, c->size * rcount, rtype, out));
 	for (r = 0; r < c->size; r++)
-		memcpy(out.p + (size_t)r * b, x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
-	FAULT(c, XS_ALLGATHER, c->rank == c->size - 1, out.p, out.bytes);
-	CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
+		memcpy(out->p + (size_t)r * b,
+		       x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
+	FAULT(c, XS_ALLGATHER, c->rank == c->size - 1, out->p, out->bytes);
+	CHECK(img_done(out, rbuf, c->size * rcount, rtype, c->comm));
 out:
-	if (nr)
-		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
-	img_free(&own);
-	img_free(&out);
-	free(x[0]);
-	free(x[1]);
-	free(req);
-	free(cnt);
-	free(dsp);
-	return rc;
+	return work_end(&w, rc);
 }
 
 /* ---- Gather ------------------------------------------------------------- */
@@ -775,18 +794,18 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 	      int root, int k)
 {
 	struct sub L = sub_local(c);
-	struct img own = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
-	MPI_Request *req = NULL;
-	char *x[2] = { NULL, NULL }, *y = NULL;
-	int rc, r, j, l, nr = 0, rs = c->site_of[root], other = 1 - rs;
+	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct img *own = &w.im[0], *out = &w.im[1];
+	char **x = w.x;
+	int rc, r, j, l, rs = c->site_of[root], other = 1 - rs;
 	int amroot = c->rank == root, lr = L.rank;
 	size_t b;
 
 	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype,
-			root, &own));
-	b = own.bytes;
-	req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
-	if (!req)
+			root, own));
+	b = own->bytes;
+	w.req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
+	if (!w.req)
 		CHECK(MPI_ERR_NO_MEM);
 
 	if (c->me == rs) {
@@ -802,31 +821,31 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 				CHECK(irecv_from(c, x[other] + (size_t)lo * b,
 						 (int)((size_t)seg_len(c->n[other], k, j) * b),
 						 MPI_BYTE, stream(c, other, k, j), TAG_CROSS,
-						 &req[nr++]));
+						 &w.req[w.nr++]));
 			}
 		}
 		xs_model_gather(L.w, L.size, lr, c->lrank[root], b);
-		CHECK(PMPI_Gather(own.p, (int)b, MPI_BYTE, x[rs], (int)b, MPI_BYTE,
+		CHECK(PMPI_Gather(own->p, (int)b, MPI_BYTE, x[rs], (int)b, MPI_BYTE,
 				  c->lrank[root], c->local));
 		if (amroot) {
-			CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
-			nr = 0;
-			CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
+			CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
+			w.nr = 0;
+			CHECK(img_out(rbuf, c->size * rcount, rtype, out));
 			for (r = 0; r < c->size; r++)
-				memcpy(out.p + (size_t)r * b,
+				memcpy(out->p + (size_t)r * b,
 				       x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
-			FAULT(c, XS_GATHER, 1, out.p, out.bytes);
-			CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
+			FAULT(c, XS_GATHER, 1, out->p, out->bytes);
+			CHECK(img_done(out, rbuf, c->size * rcount, rtype, c->comm));
 		}
 	} else if (k == 1) {
 		/* gather at the leader, one message to the root */
-		if (lr == 0 && !(y = xmalloc((size_t)c->n[c->me] * b)))
+		if (lr == 0 && !(w.y = xmalloc((size_t)c->n[c->me] * b)))
 			CHECK(MPI_ERR_NO_MEM);
 		xs_model_gather(L.w, L.size, lr, 0, b);
-		CHECK(PMPI_Gather(own.p, (int)b, MPI_BYTE, y, (int)b, MPI_BYTE, 0,
+		CHECK(PMPI_Gather(own->p, (int)b, MPI_BYTE, w.y, (int)b, MPI_BYTE, 0,
 				  c->local));
 		if (lr == 0)
-			CHECK(send_to(c, y, (int)((size_t)c->n[c->me] * b), MPI_BYTE,
+			CHECK(send_to(c, w.y, (int)((size_t)c->n[c->me] * b), MPI_BYTE,
 				      root, TAG_CROSS));
 	} else {
 		/* stream j collects the blocks of local ranks in range j and
@@ -836,35 +855,27 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 		if (mj >= 0) {
 			int lo = seg_lo(n, k, mj), len = seg_len(n, k, mj);
 
-			if (!(y = xmalloc((size_t)len * b)))
+			if (!(w.y = xmalloc((size_t)len * b)))
 				CHECK(MPI_ERR_NO_MEM);
 			for (l = lo; l < lo + len; l++)
 				if (l == lr)
-					memcpy(y + (size_t)(l - lo) * b, own.p, b);
+					memcpy(w.y + (size_t)(l - lo) * b, own->p, b);
 				else
-					CHECK(irecv_from(c, y + (size_t)(l - lo) * b, (int)b,
+					CHECK(irecv_from(c, w.y + (size_t)(l - lo) * b, (int)b,
 							 MPI_BYTE, c->members[c->me][l],
-							 TAG_TO_STREAM, &req[nr++]));
+							 TAG_TO_STREAM, &w.req[w.nr++]));
 		}
 		if (stream(c, c->me, k, sj) != c->rank)
-			CHECK(isend_to(c, own.p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
-				       TAG_TO_STREAM, &req[nr++]));
-		CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
-		nr = 0;
+			CHECK(isend_to(c, own->p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
+				       TAG_TO_STREAM, &w.req[w.nr++]));
+		CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
+		w.nr = 0;
 		if (mj >= 0)
-			CHECK(send_to(c, y, (int)((size_t)seg_len(n, k, mj) * b), MPI_BYTE,
+			CHECK(send_to(c, w.y, (int)((size_t)seg_len(n, k, mj) * b), MPI_BYTE,
 				      root, TAG_CROSS));
 	}
 out:
-	if (nr)
-		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
-	img_free(&own);
-	img_free(&out);
-	free(x[0]);
-	free(x[1]);
-	free(y);
-	free(req);
-	return rc;
+	return work_end(&w, rc);
 }
 
 /* ---- Scatter ------------------------------------------------------------ */
@@ -874,25 +885,25 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 	       int root, int k)
 {
 	struct sub L = sub_local(c);
-	struct img in = { NULL, NULL, 0 }, mine = { NULL, NULL, 0 };
-	MPI_Request *req = NULL;
-	char *x[2] = { NULL, NULL }, *y = NULL;
-	int rc, r, j, l, nr = 0, rs = c->site_of[root], other = 1 - rs;
+	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct img *in = &w.im[0], *mine = &w.im[1];
+	char **x = w.x;
+	int rc, r, j, l, rs = c->site_of[root], other = 1 - rs;
 	int amroot = c->rank == root, lr = L.rank, inplace;
 	size_t b;
 
 	inplace = amroot && rbuf == MPI_IN_PLACE;
-	req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
-	if (!req)
+	w.req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
+	if (!w.req)
 		CHECK(MPI_ERR_NO_MEM);
 	if (amroot) {
-		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, &in));
-		b = in.bytes / (size_t)c->size;
+		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, in));
+		b = in->bytes / (size_t)c->size;
 	} else {
 		b = nbytes(rcount, rtype);
 	}
 	if (!inplace)
-		CHECK(img_out(rbuf, rcount, rtype, &mine));
+		CHECK(img_out(rbuf, rcount, rtype, mine));
 
 	if (amroot) {
 		/* blocks in site-local order; the other site's go out first */
@@ -902,27 +913,27 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 			CHECK(MPI_ERR_NO_MEM);
 		for (r = 0; r < c->size; r++)
 			memcpy(x[c->site_of[r]] + (size_t)c->lrank[r] * b,
-			       in.p + (size_t)r * b, b);
+			       in->p + (size_t)r * b, b);
 		for (j = 0; j < k; j++)
 			CHECK(isend_to(c, x[other] + (size_t)seg_lo(c->n[other], k, j) * b,
 				       (int)((size_t)seg_len(c->n[other], k, j) * b),
 				       MPI_BYTE, stream(c, other, k, j), TAG_CROSS,
-				       &req[nr++]));
+				       &w.req[w.nr++]));
 	}
 	if (c->me == rs) {
 		xs_model_scatter(L.w, L.size, lr, c->lrank[root], b);
 		CHECK(PMPI_Scatter(x[rs], (int)b, MPI_BYTE,
-				   inplace ? MPI_IN_PLACE : mine.p, (int)b, MPI_BYTE,
+				   inplace ? MPI_IN_PLACE : mine->p, (int)b, MPI_BYTE,
 				   c->lrank[root], c->local));
 	} else if (k == 1) {
 		if (lr == 0) {
-			if (!(y = xmalloc((size_t)c->n[c->me] * b)))
+			if (!(w.y = xmalloc((size_t)c->n[c->me] * b)))
 				CHECK(MPI_ERR_NO_MEM);
-			CHECK(PMPI_Recv(y, (int)((size_t)c->n[c->me] * b), MPI_BYTE, root,
+			CHECK(PMPI_Recv(w.y, (int)((size_t)c->n[c->me] * b), MPI_BYTE, root,
 					TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
 		}
 		xs_model_scatter(L.w, L.size, lr, 0, b);
-		CHECK(PMPI_Scatter(y, (int)b, MPI_BYTE, mine.p, (int)b, MPI_BYTE, 0,
+		CHECK(PMPI_Scatter(w.y, (int)b, MPI_BYTE, mine->p, (int)b, MPI_BYTE, 0,
 				   c->local));
 	} else {
 		/* stream j receives the blocks of local ranks in range j from the
@@ -930,40 +941,32 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 		int n = c->n[c->me], mj = my_stream(c, k), sj = seg_of(n, k, lr);
 
 		if (stream(c, c->me, k, sj) != c->rank)
-			CHECK(irecv_from(c, mine.p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
-					 TAG_FROM_STREAM, &req[nr++]));
+			CHECK(irecv_from(c, mine->p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
+					 TAG_FROM_STREAM, &w.req[w.nr++]));
 		if (mj >= 0) {
 			int lo = seg_lo(n, k, mj), len = seg_len(n, k, mj);
 
-			if (!(y = xmalloc((size_t)len * b)))
+			if (!(w.y = xmalloc((size_t)len * b)))
 				CHECK(MPI_ERR_NO_MEM);
-			CHECK(PMPI_Recv(y, (int)((size_t)len * b), MPI_BYTE, root, TAG_CROSS,
+			CHECK(PMPI_Recv(w.y, (int)((size_t)len * b), MPI_BYTE, root, TAG_CROSS,
 					c->priv, MPI_STATUS_IGNORE));
 			for (l = lo; l < lo + len; l++)
 				if (l == lr)
-					memcpy(mine.p, y + (size_t)(l - lo) * b, b);
+					memcpy(mine->p, w.y + (size_t)(l - lo) * b, b);
 				else
-					CHECK(isend_to(c, y + (size_t)(l - lo) * b, (int)b,
+					CHECK(isend_to(c, w.y + (size_t)(l - lo) * b, (int)b,
 						       MPI_BYTE, c->members[c->me][l],
-						       TAG_FROM_STREAM, &req[nr++]));
+						       TAG_FROM_STREAM, &w.req[w.nr++]));
 		}
 	}
-	CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
-	nr = 0;
+	CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
+	w.nr = 0;
 	if (!inplace) {
-		FAULT(c, XS_SCATTER, c->rank == c->size - 1, mine.p, mine.bytes);
-		CHECK(img_done(&mine, rbuf, rcount, rtype, c->comm));
+		FAULT(c, XS_SCATTER, c->rank == c->size - 1, mine->p, mine->bytes);
+		CHECK(img_done(mine, rbuf, rcount, rtype, c->comm));
 	}
 out:
-	if (nr)
-		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
-	img_free(&in);
-	img_free(&mine);
-	free(x[0]);
-	free(x[1]);
-	free(y);
-	free(req);
-	return rc;
+	return work_end(&w, rc);
 }
 
 /* ---- Alltoall ----------------------------------------------------------- */
