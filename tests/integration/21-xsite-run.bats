@@ -4,7 +4,7 @@
 # xsite-run on the two-site testbed: inside an allocation of both sites'
 # nodes it places the ranks site by site (each rank reports its rank and
 # host; checked against the site map) with srun and with mpirun (rankfile),
-# moves ranks by a recorded traffic matrix (--comm-graph), prints the map
+# binds them to cores (a testbed with task/affinity), moves ranks by a recorded traffic matrix (--comm-graph), prints the map
 # with --verbose, and exports the Open MPI settings for the link to a
 # spanning job only (and the coll/tuned rules file is really read: the
 # algorithms that ran, seen through tests/mpi/colltrace.c).  Also the SPANK
@@ -21,7 +21,8 @@ setup_file() {
 	load helpers
 	xt_init xrun
 	xt_advise_config
-	xt_up
+	# task/affinity, so that srun's binding (--cpu-bind=cores) is real
+	xt_up --task-affinity
 	local w=$XT_STATE/work/xrun
 	mkdir -p "$w"
 	make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$w" "$w/libxsite.so" >&3 2>&1
@@ -110,6 +111,12 @@ check_site_major() {
 	check_site_major "$output"
 	[[ $stderr == *'xsite-run: rank 0 -> alpha1 (site alpha)'* ]]
 	[[ $stderr == *'xsite-run: rank 7 -> beta2 (site beta)'* ]]
+	# srun bound each rank to a core of its own on its node (--cpu-bind=
+	# verbose,cores: "cpu-bind=MASK - NODE, task RANK LOCAL [PID]: mask M set")
+	local binds
+	binds=$(sed -nE 's/^cpu-bind=MASK - ([a-z0-9]+), task +[0-9]+ +[0-9]+ \[[0-9]+\]: mask (0x[0-9a-f]+) set$/\1 \2/p' \
+		<<<"$stderr" | sort -u | tr '\n' ';')
+	assert_equal "$binds" "alpha1 0x1;alpha1 0x2;alpha2 0x1;alpha2 0x2;beta1 0x1;beta1 0x2;beta2 0x1;beta2 0x2;"
 }
 
 @test "srun: the node list of the job in a mixed order still gives site-major ranks" {
