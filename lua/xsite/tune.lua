@@ -39,7 +39,8 @@
 -- assume ranks placed site by site (xsite-run's order), half of a
 -- communicator of size c at each site, so that a chain or a ring through
 -- the ranks in order meets the link only at the sites' borders.  Every
--- segment is `SEGMENT` (64 KiB) bytes, below the eager limit: sent at once.
+-- segment is `SEGMENT` (64 KiB) bytes: with the eager limit set here (at
+-- least 256 KiB from 1 Gb/s and 1 ms on) a segment is sent at once.
 --
 -- - barrier: recursive doubling (3): one of its log2 c rounds crosses.
 -- - bcast: binomial tree (6) for short messages: one crossing, log2 c
@@ -85,10 +86,9 @@ M.MAX_BUFFER = 64 * 1024 * 1024
 M.MIN_EAGER = 64 * 1024
 M.MAX_EAGER = 4 * 1024 * 1024
 
---- The segment of a pipelined broadcast or a segmented reduce (bytes):
--- Open MPI's own eager limit, so a segment is sent at once whatever the
--- link.  Measured at 1 and 5 ms: 64 KiB segments as fast as 128 KiB ones
--- or faster, 256 KiB and 512 KiB ones up to 1.6 times slower.
+--- The segment of a pipelined broadcast or a segmented reduce (bytes).
+-- Measured at 1 and 5 ms: 64 KiB segments as fast as 128 KiB ones or
+-- faster, 256 KiB and 512 KiB ones up to 1.6 times slower.
 M.SEGMENT = 64 * 1024
 
 --- Allgather takes the ring from this many bytes a rank (8 ranks or more).
