@@ -11,7 +11,8 @@
  * after an untimed barrier.  Allreduce, barrier and allgather, whose every
  * rank waits for every other: the calls back to back after one barrier, so
  * that ranks leaving a barrier at different times (up to a link latency
- * apart) cannot shorten a call below one link round trip.  Large messages
+ * apart) cannot make a call look shorter than the link allows (one L when
+ * both sites enter together).  Large messages
  * run fewer iterations (at least 2).  It prints figures; it asserts
  * nothing.
  */
