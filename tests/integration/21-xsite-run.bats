@@ -134,8 +134,9 @@ check_site_major() {
 }
 
 @test "mpirun: a rankfile with hwloc's cores, ranks placed site by site and bound" {
-	run -0 --separate-stderr in_alloc beta1,alpha2,beta2,alpha1 \
+	mpi_alloc beta1,alpha2,beta2,alpha1 \
 		"$XT_XSITE_RUN" --launcher mpirun --verbose "$W/pairs" -b 1024 -i 1
+	assert_equal "$status" 0
 	printf '%s\n' "$stderr" | grep -E 'xsite-run: (rank|node)|bound' | head -n 14 | tap_note
 	check_site_major "$output"
 	[[ $stderr == *'xsite-run: node alpha1: 2 cores, 1 NUMA node(s) (hwloc)'* ]]
@@ -147,16 +148,18 @@ check_site_major() {
 @test "--comm-graph: a recorded pairwise run moves partners to one site, as predicted" {
 	local rec1=$W/pairs-site-major.json rec2=$W/pairs-graph.json
 	rm -f "$rec1" "$rec2"
-	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+	mpi_alloc alpha1,alpha2,beta1,beta2 \
 		"$XT_XSITE_RUN" "$W/site-from-hostname" \
 		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec1" "$W/pairs" -b 1000000 -i 2
+	assert_equal "$status" 0
 	check_site_major "$output"
 	local before
 	before=$(jq '.cross.bytes' "$rec1")
 	printf '# site-major order: %s bytes across\n' "$before" >&3
-	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
+	mpi_alloc alpha1,alpha2,beta1,beta2 \
 		"$XT_XSITE_RUN" --verbose --comm-graph "$rec1" "$W/site-from-hostname" \
 		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec2" "$W/pairs" -b 1000000 -i 2
+	assert_equal "$status" 0
 	printf '%s\n' "$stderr" | grep 'predicted' | tap_note
 	[[ $stderr =~ predicted\ bytes\ across\ the\ link:\ ([^(]*)\ \(site-major\ order:\ ([^)]*)\) ]]
 	# each rank R and its partner R+4 at one site
