@@ -137,8 +137,8 @@ static int export(spank_t sp, const char *name, const char *value)
  * MPI tuning for spanning jobs, with tune_mpi=yes: xsite.spank.tune_env
  * writes an Open MPI coll/tuned rules file for the link into this node's
  * /tmp (the task runs here) and gives the OMPI_MCA_* settings (TCP buffers
- * and eager limit from the bandwidth-delay product, the rules file), exported here.  A
- * failure only loses the tuning (logged); the step runs.
+ * and eager limit from the bandwidth-delay product, the rules file),
+ * exported here.  A failure only loses the tuning (logged); the step runs.
  */
 static void tune_mpi(spank_t sp, struct xsite_lua *x)
 {

@@ -166,7 +166,8 @@ Open MPI 4.1 settings for a job that spans the extender link: TCP socket
 buffers and btl/tcp's eager limit from the link's bandwidth-delay product
 (btl_tcp_sndbuf, rcvbuf, eager_limit) and a coll/tuned dynamic rules file
 whose algorithms cross the link once or twice a call for ranks placed site
-by site (coll_tuned_use_dynamic_rules, coll_tuned_dynamic_rules_filename).  Prints one OMPI_MCA_* setting a line.
+by site (coll_tuned_use_dynamic_rules, coll_tuned_dynamic_rules_filename).
+Prints one OMPI_MCA_* setting a line.
 
   --link-bandwidth B  e.g. 1Gb/s (default: the link of xsite.conf, or its
                       measured state in LinkStateFile)
