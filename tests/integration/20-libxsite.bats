@@ -1,4 +1,6 @@
 #!/usr/bin/env bats
+# shellcheck shell=bash disable=SC2016,SC2154
+# (SC2016: the quoted $... expand in the job; SC2154: bats sets $stderr)
 # libxsite across the emulated link: 8 ranks on the 4 nodes of both sites
 # (srun --mpi=pmix -N4 -n8), the site-aware collectives against the MPI
 # library's own (tests/mpi/coll_check.c), the accounting of what crosses

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs shellcheck on every shell script of the project
+# Runs shellcheck on every shell script and bats file of the project
 # ($XSITE_SHELLCHECK_FILES, set by Makefile.am); one TAP test per file.
 set -euo pipefail
 
@@ -23,6 +23,8 @@ main() {
     first=$(head -n 1 "$f")
     case $f:$first in
       *.sh:* | *.bash:* | *:'#!'*/sh | *:'#!'*/bash | *:'#!'*'env bash'* | *:'#!'*'env sh'* | *:'#!'*/bash\ *) ;;
+      # bats files: shellcheck reads their @test blocks as functions
+      *.bats:'#!'*'env bats'*) ;;
       *)
         tap_skip "shellcheck $f" "not a sh/bash script ($first)"
         continue
