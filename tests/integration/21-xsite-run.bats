@@ -243,11 +243,15 @@ check_site_major() {
 	assert_equal "$(awk '{ print $2 }' <<<"$one" | sort -u)" none
 	assert_equal "$(awk '{ print $2 }' <<<"$off" | sort -u)" none
 	# each node removes its step's rules file when the step ends (slurmstepd
-	# may still be at it when srun returns)
-	local i left
+	# may still be at it when srun returns).  The step's own file: an earlier
+	# test's xsite-run that was killed (Open MPI hanging in MPI_Init) leaves
+	# its JOB.PID file behind, which is not the plugin's
+	local i left rules
+	rules=$(awk '{ print $2 }' <<<"$span" | sort -u)
+	[[ $rules =~ ^/tmp/xsite-coll-rules\.[0-9]+\.0$ ]]
 	for ((i = 0; i < 50; i++)); do
 		left=$(on_head srun -N4 -n4 -w alpha1,alpha2,beta1,beta2 -t 1 \
-			sh -c 'ls /tmp | grep -c "^xsite-coll-rules\." || true' | sort -u)
+			sh -c "ls $rules 2>/dev/null | wc -l" | sort -u)
 		[[ $left == 0 ]] && break
 		sleep 0.2
 	done
