@@ -75,12 +75,17 @@ xsite() {
 	run -0 --separate-stderr on_head sbatch --parsable -N2 --comm-profile=low -o /dev/null --wrap true
 	spanned=${lines[-1]}
 	# until slurmdbd has both jobs ended, with the record job_submit.lua
-	# wrote (the admin comment can reach the database after the state)
-	for _ in $(seq 1 300); do
+	# wrote (the admin comment can reach the database after the state; on
+	# a loaded machine, in CI, it once took more than 30 s)
+	local done=0
+	for _ in $(seq 1 600); do
 		run -0 on_head sacct -a -X -n -P -S 2000-01-01 -j "$pinned,$spanned" -o State,AdminComment
-		[[ $(grep -c '^COMPLETED|.*xsite v=1 ' <<<"$output") -eq 2 ]] && break
+		done=$(grep -c '^COMPLETED|.*xsite v=1 ' <<<"$output" || true)
+		((done == 2)) && break
 		sleep 0.1
 	done
+	printf '# jobs %s and %s in slurmdbd: %s\n' "$pinned" "$spanned" "$output" >&3
+	assert_equal "$done" 2
 	# under the policy in force nothing changes
 	run -0 xsite replay --since 2000-01-01
 	refute_line --regexp '^  job '
