@@ -193,6 +193,33 @@ check_site_major() {
 	[[ $stderr == *'job at one site: no Open MPI settings for the link'* ]]
 }
 
+@test "TERM to xsite-run ends the program and removes the rules file from every node" {
+	# the program says it started on each of the 8 ranks, then sleeps; once
+	# all 8 have, xsite-run gets TERM.  Then: its exit status, the program's
+	# sleeps still alive (the nodes share the head's pid namespace), and the
+	# job's rules files left in each node's /tmp
+	rm -f "$W"/started.*
+	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 sh -c '
+		"$1" sh -c "touch $2/started.\$SLURM_PROCID; exec sleep 1737" &
+		pid=$!
+		for i in $(seq 600); do
+			[ "$(ls "$2" | grep -c "^started\.")" -ge 8 ] && break
+			sleep 0.1
+		done
+		kill -TERM "$pid"
+		wait "$pid"
+		echo "exit $?"
+		echo "sleeping $(pgrep -c -x -f "sleep 1737" || true)"
+		srun --overlap -N4 -n4 --ntasks-per-node=1 -t 1 \
+			sh -c "echo left \$(ls /tmp/xsite-coll-rules.$SLURM_JOB_ID.* 2>/dev/null | wc -l)"' \
+		sh "$XT_XSITE_RUN" "$W"
+	printf '%s\n' "$output" "$stderr" | tap_note
+	assert_line 'exit 143'
+	assert_line 'sleeping 0'
+	assert_equal "$(grep -c '^left 0$' <<<"$output")" 4
+	assert_equal "$(find "$W" -name 'started.*' | wc -l)" 8
+}
+
 @test "Open MPI reads the rules file: the tuned algorithms that run change to the rules' choices" {
 	# without xsite-run's settings (--no-tune): Open MPI 4.1's fixed decisions
 	mpi_alloc alpha1,alpha2,beta1,beta2 \
