@@ -27,6 +27,8 @@ static const struct tunable {
 } tunables[] = {
 	{ "XSITE_COLL", ONOFF, "on", 0, 1,
 	  "site-aware collectives on communicators that span two sites (on|off)" },
+	{ "XSITE_INIT_FENCE", ONOFF, "on", 0, 1,
+	  "a PMIx fence after MPI_Init, before the first message (Open MPI 4.1 start-up race)" },
 	{ "XSITE_STREAMS", INT, "4", 1, 1024,
 	  "rank pairs that carry a large message across the link in parallel" },
 	{ "XSITE_LARGE_MSG", INT, "65536", 0, 1L << 40,
@@ -113,6 +115,8 @@ void xs_config_load(int world_rank)
 				t->name, getenv(t->name), t->def);
 		if (!strcmp(t->name, "XSITE_COLL"))
 			xs_cfg.coll = (int)x;
+		else if (!strcmp(t->name, "XSITE_INIT_FENCE"))
+			xs_cfg.init_fence = (int)x;
 		else if (!strcmp(t->name, "XSITE_STREAMS"))
 			xs_cfg.streams = (int)x;
 		else if (!strcmp(t->name, "XSITE_LARGE_MSG"))

@@ -25,6 +25,7 @@
 
 struct xs_config {
 	int coll;            /* XSITE_COLL */
+	int init_fence;      /* XSITE_INIT_FENCE */
 	int streams;         /* XSITE_STREAMS */
 	long large_msg;      /* XSITE_LARGE_MSG */
 	long pipeline;       /* XSITE_PIPELINE */

@@ -9,10 +9,15 @@
  *  - collectives: decide() says site-aware (k streams) or fallback (why);
  *    a fallback calls the PMPI_ collective and counts the fallback model.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <time.h>
+#ifdef XSITE_HAVE_PMIX
+#include <pmix.h>
+#endif
 
 #include "internal.h"
 
@@ -38,9 +43,61 @@ static const char *thread_level(int t)
 	       t == MPI_THREAD_FUNNELED ? "funneled" : "single";
 }
 
+/*
+ * The start-up fence.  Open MPI 4.1 (btl/tcp) crashes when a message reaches
+ * a rank that is still inside MPI_Init: the receiver calls the fragment's
+ * active-message callback through a NULL pointer.  Under Slurm's mpi/pmix
+ * (22.05, PMIx 4.2) the ranks leave MPI_Init up to 13 ms apart (testbed,
+ * 5 ms one way), and a PMIx fence that collects no data returns at once
+ * there, without waiting for the others.  So the first ranks out send to
+ * ranks still inside: 28 of 60 starts of 8 ranks died so, with or without
+ * libxsite, until it fenced.  libxsite sends as soon as MPI_Init returns
+ * (the site exchange), and the program may too: so first, one fence that
+ * does collect (PMIX_COLLECT_DATA, nothing contributed), which waits until
+ * every rank of the job has left MPI_Init.  PMIx_Fence is the MPI library's
+ * own, found with dlsym (libxsite links no PMIx; pmix.h gives the types);
+ * without an initialised PMIx client (a singleton) there is no fence.
+ * Returns the seconds it took, or -1 when there was no fence (*why: why).
+ */
+static double init_fence(const char **why)
+{
+#ifdef XSITE_HAVE_PMIX
+	__typeof__(&PMIx_Initialized) initialized;
+	__typeof__(&PMIx_Fence) fence;
+	struct timespec t0, t1;
+	pmix_info_t collect;
+
+	*why = !xs_cfg.init_fence ? "XSITE_INIT_FENCE=off" : xs_wsize < 2 ? "one rank" :
+	       "no PMIx client";
+	if (!xs_cfg.init_fence || xs_wsize < 2)
+		return -1;
+	*(void **)&initialized = dlsym(RTLD_DEFAULT, "PMIx_Initialized");
+	*(void **)&fence = dlsym(RTLD_DEFAULT, "PMIx_Fence");
+	if (!initialized || !fence || !initialized())
+		return -1;
+	memset(&collect, 0, sizeof(collect));
+	snprintf(collect.key, sizeof(collect.key), "%s", PMIX_COLLECT_DATA);
+	collect.value.type = PMIX_BOOL;
+	collect.value.data.flag = true;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* no procs: all of the job's (the caller's namespace) */
+	if (fence(NULL, 0, &collect, 1) != PMIX_SUCCESS) {
+		*why = "the PMIx fence failed";
+		return -1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+#else
+	*why = "built without PMIx";
+	return -1;
+#endif
+}
+
 static void start(int provided)
 {
 	const char *site = getenv("XSITE_SITE");
+	const char *nofence;
+	double fenced;
 	int flags;
 
 	xs_depth++;
@@ -48,6 +105,7 @@ static void start(int provided)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &xs_wrank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &xs_wsize);
 	xs_config_load(xs_wrank);
+	fenced = init_fence(&nofence);
 	if (site && strlen(site) >= XS_SITE_MAX) {
 		fprintf(stderr, "xsite: XSITE_SITE: longer than %d characters, ignored: %s\n",
 			XS_SITE_MAX - 1, site);
@@ -90,6 +148,10 @@ static void start(int provided)
 		       !xs_cfg.coll ? "off (XSITE_COLL=off)" :
 		       xs_mt ? "off (MPI_THREAD_MULTIPLE)" : "site-aware",
 		       thread_level(provided));
+		if (fenced >= 0)
+			xs_log("xsite: start-up fence (PMIx) after MPI_Init: %.1f ms", fenced * 1e3);
+		else
+			xs_log("xsite: no start-up fence (%s)", nofence);
 	}
 	xs_depth--;
 	return;
