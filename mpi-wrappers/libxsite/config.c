@@ -33,7 +33,7 @@ static const struct tunable {
 	  "rank pairs that carry a large message across the link in parallel" },
 	{ "XSITE_LARGE_MSG", INT, "65536", 0, 1L << 40,
 	  "bytes from which a collective splits its data over XSITE_STREAMS pairs" },
-	{ "XSITE_PIPELINE", INT, "524288", 0, 1L << 40,
+	{ "XSITE_PIPELINE", INT, "262144", 0, 1L << 40,
 	  "bytes per stream pair in each step of a pipelined large reduction (0: no pipeline)" },
 	{ "XSITE_VERBOSE", INT, "0", 0, 2,
 	  "1: log each collective decision once per communicator and the traffic; 2: also the tunables" },

@@ -37,7 +37,7 @@ static int *members[2], n[2]; /* world ranks per site */
 static int me, li;           /* my site, my index in it */
 static int npairs;           /* min(n[0], n[1]): pair i = members[0][i], members[1][i] */
 static int kmax;             /* streams: min(n0, n1, XSITE_STREAMS) */
-static long pipeline = 524288; /* XSITE_PIPELINE (libxsite's default) */
+static long pipeline = 262144; /* XSITE_PIPELINE (libxsite's default) */
 static struct xsite_stats t0;
 static unsigned long long tot[4]; /* running totals: p2p bytes, msgs, coll bytes, msgs */
 
