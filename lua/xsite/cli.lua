@@ -83,7 +83,7 @@ jobs allowed to span lose to their slowdown, and the queue time (in
 node-hours) of jobs pinned before that may span now: what spanning might
 have saved, at most.  Jobs the users placed themselves are left out.
 
-  --since DATE       jobs started since DATE, in sacct's syntax (default: now-7days)
+  --since DATE       jobs that ended since DATE, in sacct's syntax (default: now-7days)
   --max-slowdown X   replay with this MaxSlowdown
   --sacct-file FILE  read sacct's output from FILE instead of running sacct
                      (fields: JobID User State NNodes Elapsed Reserved NodeList
@@ -706,8 +706,9 @@ function M.replay(args, io_, global)
     text, e = config.read_file(opts["sacct-file"])
     if not text then err(io_, "xsite replay: --sacct-file: %s\n", e) return 1 end
   else
-    local cmd = string.format("sacct -a -X -n -P --delimiter=%s --starttime=%s --format=%s 2>&1",
-      shell_quote(replay.DELIMITER), shell_quote(since), table.concat(replay.FIELDS, ","))
+    local cmd = string.format("sacct -a -X -n -P --delimiter=%s --state=%s --starttime=%s --endtime=now"
+      .. " --format=%s 2>&1", shell_quote(replay.DELIMITER), replay.STATES, shell_quote(since),
+      table.concat(replay.FIELDS, ","))
     local p = io.popen(cmd)
     text = p and p:read("*a") or ""
     if p then p:close() end

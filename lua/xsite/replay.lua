@@ -15,6 +15,13 @@ local M = {}
 M.FIELDS = { "JobID", "User", "State", "NNodes", "Elapsed", "Reserved", "NodeList", "AdminComment" }
 --- The field delimiter given to sacct.
 M.DELIMITER = "\t"
+--- The job states `xsite replay` asks sacct for: every state a job ends in.
+-- With states (and --endtime: without it, sacct 22.05 found nothing), sacct
+-- selects jobs by the time they ended; without, by the time they became
+-- eligible, which slurmdbd may record only some time after a short job has
+-- ended (sacct shows Eligible "Unknown"): such jobs were missing from a
+-- replay right after they ran.
+M.STATES = "BF,CA,CD,DL,F,NF,OOM,PR,TO"
 
 --- Seconds of a Slurm duration: [DD-]HH:MM:SS, MM:SS, or MM:SS.fff.
 -- @return seconds, or nil for an unknown or unlimited duration
