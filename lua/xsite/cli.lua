@@ -73,7 +73,8 @@ What the placement policy would decide for a job of N nodes, and why, with
 the link state the policy would use (LinkStateFile, when present).
 ]],
   replay = [[
-Usage: xsite replay [--since DATE] [--max-slowdown X] [--sacct-file FILE] [--json]
+Usage: xsite replay [--since DATE] [--max-slowdown X] [--sacct-file FILE]
+                    [--json]
 
 Run the placement policy over past jobs from accounting (sacct, with each
 job's xsite record from its admin_comment), under the configuration of
@@ -83,7 +84,8 @@ jobs allowed to span lose to their slowdown, and the queue time (in
 node-hours) of jobs pinned before that may span now: what spanning might
 have saved, at most.  Jobs the users placed themselves are left out.
 
-  --since DATE       jobs that ended since DATE, in sacct's syntax (default: now-7days)
+  --since DATE       jobs that ended since DATE, in sacct's syntax
+                     (default: now-7days)
   --max-slowdown X   replay with this MaxSlowdown
   --sacct-file FILE  read sacct's output from FILE instead of running sacct
                      (fields: JobID User State NNodes Elapsed Reserved NodeList
