@@ -9,13 +9,12 @@
  *  - collectives: decide() says site-aware (k streams) or fallback (why);
  *    a fallback calls the PMPI_ collective and counts the fallback model.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
-#include <time.h>
 #ifdef XSITE_HAVE_PMIX
+#include <dlfcn.h>
 #include <pmix.h>
 #endif
 
@@ -64,8 +63,8 @@ static double init_fence(const char **why)
 #ifdef XSITE_HAVE_PMIX
 	__typeof__(&PMIx_Initialized) initialized;
 	__typeof__(&PMIx_Fence) fence;
-	struct timespec t0, t1;
 	pmix_info_t collect;
+	double t0;
 
 	*why = !xs_cfg.init_fence ? "XSITE_INIT_FENCE=off" : xs_wsize < 2 ? "one rank" :
 	       "no PMIx client";
@@ -79,14 +78,13 @@ static double init_fence(const char **why)
 	snprintf(collect.key, sizeof(collect.key), "%s", PMIX_COLLECT_DATA);
 	collect.value.type = PMIX_BOOL;
 	collect.value.data.flag = true;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = PMPI_Wtime();
 	/* no procs: all of the job's (the caller's namespace) */
 	if (fence(NULL, 0, &collect, 1) != PMIX_SUCCESS) {
 		*why = "the PMIx fence failed";
 		return -1;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	return (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	return PMPI_Wtime() - t0;
 #else
 	*why = "built without PMIx";
 	return -1;
