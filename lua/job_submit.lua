@@ -28,5 +28,5 @@ end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) -- luacheck: ignore 212
   if not ok then return slurm.SUCCESS end
-  return xsite.job_modify(job_desc, job_rec, slurm)
+  return xsite.job_modify(job_desc, job_rec, slurm, modify_uid)
 end

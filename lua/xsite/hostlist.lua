@@ -5,6 +5,11 @@
 -- follows the width of a range's lower bound (`[001-140]`); several bracket
 -- groups in one name expand as a product (`r[1-2]n[1-3]`).  Bad syntax returns
 -- `nil, message`; nothing here raises on bad input.
+--
+-- Code that runs in slurmctld on a user's hostlist (`--nodelist`) never
+-- expands it: `count` adds up its ranges and `sites` finds the sites it
+-- names from an index of the configured nodes, with work bounded by the
+-- length of the expression (at most `MAX_LENGTH`) and the cluster's size.
 -- @module xsite.hostlist
 
 local M = {}
@@ -13,6 +18,11 @@ local M = {}
 M.MAX_HOSTS = 1000000
 --- The most bracket groups one host name may have.
 M.MAX_GROUPS = 16
+--- The longest expression `count` and `sites` take.
+M.MAX_LENGTH = 65536
+--- The most (host expression with several bracket groups x configured node)
+-- comparisons `sites` makes.
+M.MAX_MATCHES = 200000
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
 
@@ -47,7 +57,7 @@ end
 
 -- Split one host expression ("r[1-2]n[01-03]-ib") into literal parts and
 -- range groups.
-local function parse_host(expr)
+local function parse_host(expr, no_limit)
   local parts = {}
   local pos = 1
   local count = 1
@@ -70,7 +80,7 @@ local function parse_host(expr)
     local n = 0
     for _, r in ipairs(ranges) do n = n + r[2] - r[1] + 1 end
     count = count * n
-    if count > M.MAX_HOSTS then
+    if count > M.MAX_HOSTS and not no_limit then
       return nil, string.format("'%s' expands to more than %d names", expr, M.MAX_HOSTS)
     end
     parts[#parts + 1] = ranges
@@ -226,6 +236,158 @@ function M.compress(names)
     end
   end
   return table.concat(out, ",")
+end
+
+-- Parse a whole expression into its host items (lists of literal parts and
+-- range groups) and the number of names they stand for, without expanding.
+local function parse_items(list)
+  if type(list) ~= "string" then return nil, "hostlist must be a string" end
+  if list == "" then return nil, "empty hostlist" end
+  if #list > M.MAX_LENGTH then
+    return nil, string.format("hostlist longer than %d characters", M.MAX_LENGTH)
+  end
+  local items, total = {}, 0
+  for _, item in ipairs(split_top(list)) do
+    if item == "" then
+      return nil, string.format("empty host name in '%s'", list:sub(1, 60))
+    end
+    local parts, count = parse_host(item, true)
+    if not parts then return nil, count end
+    items[#items + 1] = parts
+    total = total + count
+  end
+  return items, total
+end
+
+--- The number of names an expression stands for (duplicates counted), from
+-- its ranges: `count("x[000000-999999]")` is 1000000, with no list made.
+-- @return the count, or nil and a message
+function M.count(list)
+  local items, total = parse_items(list)
+  if not items then return nil, total end
+  return total
+end
+
+-- Whether `name` is one of the names of a parsed item (a backtracking match
+-- of its literal parts and ranges; bounded by the name's length).
+local function matches(parts, name)
+  local function at(i, pos)
+    local p = parts[i]
+    if p == nil then return pos == #name + 1 end
+    if type(p) == "string" then
+      if name:sub(pos, pos + #p - 1) ~= p then return false end
+      return at(i + 1, pos + #p)
+    end
+    local digits = name:match("^%d+", pos)
+    if not digits then return false end
+    for len = 1, math.min(#digits, 9) do
+      local d = digits:sub(1, len)
+      local num = tonumber(d)
+      for _, r in ipairs(p) do
+        if num >= r[1] and num <= r[2] and d == string.format("%0" .. r[3] .. "d", num) then
+          if at(i + 1, pos + len) then return true end
+          break
+        end
+      end
+    end
+    return false
+  end
+  return at(1, 1)
+end
+
+-- The index of a configuration's nodes: per site, "prefix\0suffix" of each
+-- name (split at its last number) to the sorted list of { number, digits }.
+local indexes = setmetatable({}, { __mode = "k" })
+
+local function index_of(cfg)
+  local idx = indexes[cfg]
+  if idx then return idx end
+  idx = {}
+  for si, site in ipairs(cfg.sites) do
+    local by_key = {}
+    for _, name in ipairs(site.nodes) do
+      local pre, digits, suf = split_name(name)
+      if digits and #digits <= 9 then
+        local key = pre .. "\0" .. suf
+        by_key[key] = by_key[key] or {}
+        table.insert(by_key[key], { tonumber(digits), digits })
+      end
+    end
+    for _, l in pairs(by_key) do
+      table.sort(l, function(a, b) return a[1] < b[1] end)
+    end
+    idx[si] = by_key
+  end
+  indexes[cfg] = idx
+  return idx
+end
+
+-- Whether a sorted { number, digits } list holds a name of one of `ranges`.
+local function any_in(list, ranges)
+  for _, r in ipairs(ranges) do
+    local lo, hi = 1, #list + 1
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if list[mid][1] < r[1] then lo = mid + 1 else hi = mid end
+    end
+    local fmt = "%0" .. r[3] .. "d"
+    for i = lo, #list do
+      local e = list[i]
+      if e[1] > r[2] then break end
+      if e[2] == string.format(fmt, e[1]) then return true end
+    end
+  end
+  return false
+end
+
+--- The sites of a configuration whose nodes an expression names, without
+-- expanding it.
+-- @param list a hostlist expression (a user's --nodelist)
+-- @param cfg a configuration (xsite.config)
+-- @return the sites named, in the configuration's order (names that are
+--   no site's are ignored), and the number of names; or nil and a message
+function M.sites(list, cfg)
+  local items, total = parse_items(list)
+  if not items then return nil, total end
+  local idx = index_of(cfg)
+  local hit, budget = {}, M.MAX_MATCHES
+  for _, parts in ipairs(items) do
+    local groups = 0
+    for _, p in ipairs(parts) do
+      if type(p) == "table" then groups = groups + 1 end
+    end
+    if groups == 0 then
+      local s = cfg.site_of_node[table.concat(parts)]
+      if s then hit[s] = true end
+    elseif groups == 1 and type(parts[2]) == "table" then
+      -- prefix[ranges]suffix: the index answers
+      local key = parts[1] .. "\0" .. (parts[3] or "")
+      for si, site in ipairs(cfg.sites) do
+        local l = idx[si][key]
+        if not hit[site] and l and any_in(l, parts[2]) then hit[site] = true end
+      end
+    else
+      for _, site in ipairs(cfg.sites) do
+        if not hit[site] then
+          budget = budget - #site.nodes
+          if budget < 0 then
+            return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
+          end
+          for _, name in ipairs(site.nodes) do
+            if matches(parts, name) then
+              hit[site] = true
+              break
+            end
+          end
+        end
+      end
+    end
+  end
+  local out = {}
+  for _, site in ipairs(cfg.sites) do
+    if hit[site] then out[#out + 1] = site end
+  end
+  return out, total
 end
 
 return M

@@ -11,6 +11,7 @@ local model = require("xsite.model")
 local profile = require("xsite.profile")
 local units = require("xsite.units")
 local hostlist = require("xsite.hostlist")
+local constraint = require("xsite.constraint")
 
 local M = {}
 
@@ -26,8 +27,10 @@ local WHY = {
   ["user-site"] = "you asked for site %s",
   ["user-pin"] = "you asked for one site",
   ["user-span"] = "you asked to span both sites",
-  ["user-constraint"] = "your --constraint already selects site %s",
+  ["user-constraint"] = "your --constraint already keeps the job at site %s",
   ["user-nodes"] = "you asked for nodes by name (--nodelist) at %s",
+  het = "a heterogeneous job runs at one site, and its first component is at %s",
+  ["het-first"] = "a heterogeneous job runs at one site unless --site-affinity=span",
   ["link-down"] = "the link between the sites is down",
   oversize = "no single site has %d nodes",
 }
@@ -63,32 +66,6 @@ local function effective_link(cfg, state)
 end
 M.effective_link = effective_link
 
--- Site features named by a user constraint.
-local function sites_in_constraint(cfg, features)
-  local found = {}
-  if not features or features == "" then return found end
-  for word in features:gmatch("[%w_%-%.]+") do
-    local s = cfg.site_by_feature[word]
-    if s then found[#found + 1] = s end
-  end
-  return found
-end
-
--- Combine the user's constraint with the one xsite adds.  Slurm allows one
--- bracket group per constraint: when the user already has one, xsite keeps
--- the user's constraint whole and says so.
--- @return the combined constraint, or nil and why
-local function merge(user, add)
-  if not add then return user end
-  if not user or user == "" then return add end
-  if user:find("[%[%]]") then
-    return nil, "your --constraint has its own [...] group"
-  end
-  if user:find("[|]") then user = "(" .. user .. ")" end
-  return user .. "&" .. add
-end
-M.merge = merge
-
 local function pin_constraint(sites)
   if #sites == 1 then return sites[1].feature end
   local f = {}
@@ -96,37 +73,57 @@ local function pin_constraint(sites)
   return "[" .. table.concat(f, "|") .. "]"
 end
 
-local function fitting_sites(cfg, n)
-  local out = {}
-  for _, s in ipairs(cfg.sites) do
-    if #s.nodes >= n then out[#out + 1] = s end
+-- Site names as the record writes them: "a|b" (either), "a+b" (both).
+local function site_names(sites, sep)
+  local t = {}
+  for i, s in ipairs(sites) do t[i] = s.name end
+  return table.concat(t, sep or "|")
+end
+
+-- The sites of `list` that are also in `allowed` (a list of sites).
+local function within(list, allowed)
+  local ok, out = {}, {}
+  for _, s in ipairs(allowed) do ok[s] = true end
+  for _, s in ipairs(list) do
+    if ok[s] then out[#out + 1] = s end
   end
   return out
 end
 
--- Site names as the record writes them: "a|b" (either), "a+b" (both).
-local function site_names(sites)
-  local t = {}
-  for i, s in ipairs(sites) do t[i] = s.name end
-  return table.concat(t, "|")
+-- A user's constraint as the record keeps it: characters other than those
+-- of Slurm's constraint syntax are percent-encoded, so that the record stays
+-- one line of key=value words whatever the user wrote.
+local function encode(text)
+  return (text:gsub("[^%w_%-%.&|%[%]%(%)%*,!:+]", function(c)
+    return string.format("%%%02X", c:byte())
+  end))
+end
+
+local function decode(text)
+  return (text:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end
 
 -- The admin_comment record: one line of key=value words, documented in
--- docs/admin-guide.md and parsed by `M.parse_record`.  Built with one
--- format call: slurmctld runs this for every job under its locks.
+-- docs/admin-guide.md and parsed by `M.parse_record`.  Built with few
+-- format calls: slurmctld runs this for every job under its locks.
 local function record(d)
   local head = string.format("xsite v=%d action=%s why=%s mode=%s n=%s", M.RECORD_VERSION,
     d.action, d.why, d.mode, tostring(d.nodes))
+  local tail = (d.min_nodes and d.min_nodes ~= d.nodes and " nmin=" .. d.min_nodes or "") ..
+    (d.het and " het=" .. d.het or "") ..
+    (d.nodelist_sites and " wsites=" .. d.nodelist_sites or "") ..
+    (d.override and " override=" .. d.override or "") ..
+    (d.wait4switch and " wait4switch=" .. d.wait4switch or "") ..
+    (d.constraint and " constraint=" .. encode(d.constraint) or "")
   local e, l = d.prediction, d.link
-  if not e then return head end
+  if not e then return head .. tail end
   return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..
-    " link=%s,%.6g,%.6g,%s%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
-    e.slowdown, d.max_slowdown, l.state, l.bandwidth, l.latency, l.source,
-    d.wait4switch and " wait4switch=" .. d.wait4switch or "",
-    d.constraint and " constraint=" .. d.constraint or "")
+    " link=%s,%.6g,%.6g,%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
+    e.slowdown, d.max_slowdown, l.state, l.bandwidth, l.latency, l.source, tail)
 end
 
---- Parse a record written by `decide` back into a table (values as strings).
+--- Parse a record written by `decide` back into a table (values as strings;
+-- `constraint` decoded).
 -- @return table, or nil and a message
 function M.parse_record(text)
   if type(text) ~= "string" then return nil, "no record" end
@@ -134,6 +131,7 @@ function M.parse_record(text)
   if not body then return nil, "no xsite record in the text" end
   local out = {}
   for k, v in body:gmatch("(%w+)=(%S+)") do out[k] = v end
+  if out.constraint then out.constraint = decode(out.constraint) end
   return out
 end
 
@@ -148,25 +146,37 @@ function M.check_affinity(cfg, value)
   return nil, string.format("unknown site '%s' (valid: %s)", tostring(value), table.concat(valid, ", "))
 end
 
+-- A user's text as a message quotes it: at most 60 characters, no control
+-- characters.
+local function quote(text)
+  text = tostring(text):gsub("%c", "?")
+  if #text > 60 then text = text:sub(1, 57) .. "..." end
+  return "'" .. text .. "'"
+end
+M.quote = quote
+
 --- Decide where a job runs.
--- @param req a table: `cfg` (xsite.config), `nodes` (the job's node count),
+-- @param req a table: `cfg` (xsite.config), `nodes` (the fewest nodes the
+--   job can get), `max_nodes` (the most it can get; default `nodes`),
 --   `affinity` (`--site-affinity`, nil for the configured default),
 --   `profile` (`--comm-profile`, nil for the default), `features` (the user's
---   constraint), `time_limit` (seconds, optional), `topology` (true when
---   topology/tree is configured), `link_state` (optional: `{ state, bandwidth, latency }`),
---   `profile_state` (optional: measured profiles, xsite.config.parse_profile_state)
+--   constraint), `req_nodes` (the user's `--nodelist`, a hostlist),
+--   `nodelist_sites` (instead of `req_nodes`: the names of the sites it
+--   named, "a+b", as a record keeps them), `het` (a component of a
+--   heterogeneous job: `{ offset = k, site = NAME|"span"|nil }`, `site` being
+--   where its first component went), `time_limit` (seconds, optional),
+--   `topology` (true when topology/tree is configured), `link_state`
+--   (optional: `{ state, bandwidth, latency }`), `profile_state` (optional:
+--   measured profiles, xsite.config.parse_profile_state)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
 --   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
---   `wait4switch`, `message` (one line for the user), `record`, `prediction`
+--   `wait4switch`, `message` (one line for the user), `record`, `prediction`,
+--   `het` (for a heterogeneous job's component: the site all its components
+--   go to, or "span")
 function M.decide(req)
   local cfg = req.cfg
   local pol = cfg.policy
   local d = { mode = pol.mode, nodes = req.nodes, max_slowdown = pol.max_slowdown }
-  -- the user's own constraint, kept in the record so that a later
-  -- modification can decide again from it
-  if req.features and req.features ~= "" and not req.features:find("%s") then
-    d.constraint = req.features
-  end
   local function finish(action, why, text)
     if pol.mode == "advise" and action == "reject" and why ~= "bad-request" then
       -- advice never rejects for policy reasons: it says what enforce would do
@@ -218,77 +228,185 @@ function M.decide(req)
   end
   d.profile = profile.label(prof)
 
-  local fitting = fitting_sites(cfg, n)
-  -- Requests that cannot be met need no prediction.
-  if target and n > #target.nodes then
-    d.sites = target.name
-    return finish("reject", "oversize", string.format(
-      "--site-affinity=%s: site %s has %d nodes, the job asks for %d",
-      affinity, target.name, #target.nodes, n))
+  -- The user's constraint: which sites it allows, whether it keeps the job
+  -- at one site.  The record keeps it, so that a later modification can
+  -- decide again from it.
+  local user = req.features
+  if user == "" then user = nil end
+  d.constraint = user
+  local ua, cerr = constraint.analyse(user, cfg)
+  if not ua then
+    return finish("reject", "bad-request", string.format("--constraint %s: %s", quote(user), cerr))
   end
-  if affinity == "pin" and #fitting == 0 and n > 1 then
-    return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
+
+  -- Nodes asked for by name: the sites they are at (a hostlist is never
+  -- expanded), and at least that many nodes.
+  local named = {}
+  if req.req_nodes and req.req_nodes ~= "" then
+    local sites, count = hostlist.sites(req.req_nodes, cfg)
+    if not sites then
+      return finish("reject", "bad-request", string.format("--nodelist %s: %s", quote(req.req_nodes), count))
+    end
+    named = sites
+    if count > n then n = count end
+  elseif req.nodelist_sites then
+    for name in req.nodelist_sites:gmatch("[^+]+") do
+      named[#named + 1] = cfg.site_by_name[name]
+    end
+  end
+  if #named > 0 then d.nodelist_sites = site_names(named, "+") end
+
+  -- The job's real shape: the most nodes it can get, the model's n.
+  local most = req.max_nodes
+  if type(most) ~= "number" or most < n then most = n end
+  local total = 0
+  for _, s in ipairs(cfg.sites) do total = total + #s.nodes end
+  if most > total and n <= total then most = total end
+  d.nodes, d.min_nodes = most, n
+
+  local het = req.het
+  local fitting = {}
+  for _, s in ipairs(cfg.sites) do
+    if #s.nodes >= n then fitting[#fitting + 1] = s end
   end
 
   local link = effective_link(cfg, req.link_state)
   d.link = link
   local link_down = link.state == "down"
-  local ev = model.evaluate_cached(cfg, prof, n, link)
+  local ev = model.evaluate_cached(cfg, prof, most, link)
   d.prediction = ev
-
-  local user_sites = sites_in_constraint(cfg, req.features)
-
-  -- Nodes asked for by name: the user has placed the job already.
-  if req.req_nodes and req.req_nodes ~= "" then
-    local names = hostlist.expand(req.req_nodes)
-    local seen, list = {}, {}
-    for _, name in ipairs(names or {}) do
-      local s = cfg.site_of_node[name]
-      if s and not seen[s] then seen[s], list[#list + 1] = true, s end
-    end
-    if #list > 0 then
-      d.sites = site_names(list)
-      return finish(#list > 1 and "span" or "site", "user-nodes",
-        string.format(WHY["user-nodes"], d.sites:gsub("|", " and ")))
-    end
-  end
-
-  local function constrain(add)
-    local merged, why = merge(req.features, add)
-    if merged == nil then
-      d.warning = why .. ": xsite added no site constraint"
-      return
-    end
-    d.features = merged
-  end
-
-  local function pin(why, text)
-    d.sites = site_names(fitting)
-    constrain(pin_constraint(fitting))
-    return finish("pin", why, text)
-  end
-
-  -- The user named a site, or constrained the job to one already.
-  if target then
-    d.sites = target.name
-    if #user_sites > 0 and user_sites[1] ~= target then
-      return finish("reject", "bad-request", string.format(
-        "--site-affinity=%s conflicts with --constraint naming feature %s of site %s",
-        affinity, user_sites[1].feature, user_sites[1].name))
-    end
-    if #user_sites == 0 then constrain(target.feature) end
-    return finish("site", "user-site", string.format(WHY["user-site"], target.name))
-  end
-  if #user_sites == 1 and affinity ~= "span" then
-    d.sites = user_sites[1].name
-    return finish("site", "user-constraint", string.format(WHY["user-constraint"], user_sites[1].name))
-  end
-
-  if n == 1 then return finish("none", "one-node", WHY["one-node"]) end
-
   local slow_text = string.format(WHY.slowdown, ratio(ev.slowdown), ratio(pol.max_slowdown))
 
-  if affinity == "pin" then return pin("user-pin", WHY["user-pin"]) end
+  -- Keep the job at the sites of `allowed` (one of them), adding to the
+  -- user's constraint; a constraint that cannot take it is refused.
+  local function keep_at(allowed, action, why, text)
+    d.sites = site_names(allowed)
+    if het then d.het = allowed[1].name end
+    if not het and ua.one_site and #within(ua.sites, allowed) == #ua.sites then
+      -- the user's own constraint keeps the job at one of them already
+      return finish(action, why, text)
+    end
+    local add = pin_constraint(het and { allowed[1] } or allowed)
+    local merged, why_not = constraint.combine(user, ua, add)
+    if not merged then
+      return finish("reject", "constraint", string.format(
+        "--constraint %s: %s; xsite must keep this job at %s (%s)", quote(user), why_not,
+        #allowed == 1 and "site " .. allowed[1].name or "one site", text))
+    end
+    d.features = merged
+    return finish(action, why, text)
+  end
+
+  -- Keep the job at one site of `candidates` that can hold it.
+  local function pin(why, text, candidates)
+    local sites = within(within(fitting, candidates or cfg.sites), ua.sites)
+    if #named == 1 then sites = within(sites, named) end
+    if het then sites = { sites[1] } end
+    if #sites == 0 then
+      return finish("reject", why == "user-pin" and "oversize" or why, string.format(
+        "%s, and no site can take all %d nodes%s", text, n,
+        #named == 1 and " with the nodes --nodelist names at " .. named[1].name or
+        (#ua.sites < #cfg.sites and " among those --constraint allows" or "")))
+    end
+    return keep_at(sites, (#sites == 1 and (het or #named == 1 or #ua.sites == 1)) and "site" or "pin",
+      why, text)
+  end
+
+  -- May the job span?  Link up, and asked for or within the model's limit.
+  local function may_span()
+    if link_down then return false, WHY["link-down"] end
+    if affinity == "span" then return true end
+    if affinity == "auto" and ev.slowdown <= pol.max_slowdown then return true end
+    return false, affinity == "pin" and "--site-affinity=pin" or slow_text
+  end
+
+  -- A heterogeneous job's later component: where its first one went.
+  if het and (het.offset > 0 or het.site) then
+    if het.site == "span" then
+      local ok_span, why_not = may_span()
+      if not ok_span and link_down then
+        return finish("reject", "link-down", "component " .. het.offset ..
+          " of a heterogeneous job that spans: " .. why_not)
+      end
+      d.sites, d.het = "any", "span"
+      return finish("span", "het", "the heterogeneous job's first component may span both sites")
+    end
+    local site = het.site and cfg.site_by_name[het.site]
+    if not site then
+      return finish("reject", "het", string.format("component %d of a heterogeneous job: xsite does not " ..
+        "know where its first component went; submit the job again", het.offset))
+    end
+    if target and target ~= site then
+      return finish("reject", "het", string.format("--site-affinity=%s: component %d of a heterogeneous " ..
+        "job must run at site %s with its first component", affinity, het.offset, site.name))
+    end
+    for _, s in ipairs(named) do
+      if s ~= site then
+        return finish("reject", "het", string.format("--nodelist names nodes at site %s: component %d " ..
+          "of a heterogeneous job must run at site %s with its first component", s.name, het.offset, site.name))
+      end
+    end
+    if #within(ua.sites, { site }) == 0 then
+      return finish("reject", "het", string.format("--constraint %s allows no node of site %s, where " ..
+        "component %d of this heterogeneous job must run with its first component", quote(user), site.name,
+        het.offset))
+    end
+    if n > #site.nodes then
+      return finish("reject", "oversize", string.format("component %d of a heterogeneous job asks for %d " ..
+        "nodes; site %s, where its first component runs, has %d", het.offset, n, site.name, #site.nodes))
+    end
+    return keep_at({ site }, "site", "het", string.format(WHY.het, site.name))
+  end
+
+  -- The user named a site.
+  if target then
+    if #within(ua.sites, { target }) == 0 then
+      return finish("reject", "bad-request", string.format(
+        "--site-affinity=%s conflicts with --constraint %s, which allows no node of site %s",
+        affinity, quote(user), target.name))
+    end
+    for _, s in ipairs(named) do
+      if s ~= target then
+        return finish("reject", "bad-request", string.format(
+          "--site-affinity=%s conflicts with --nodelist, which names nodes at site %s", affinity, s.name))
+      end
+    end
+    if n > #target.nodes then
+      d.sites = target.name
+      return finish("reject", "oversize", string.format(
+        "--site-affinity=%s: site %s has %d nodes, the job asks for %d",
+        affinity, target.name, #target.nodes, n))
+    end
+    return keep_at({ target }, "site", "user-site", string.format(WHY["user-site"], target.name))
+  end
+
+  -- Nodes named at both sites: the job spans, or it may not run.
+  if #named > 1 then
+    local ok_span, why_not = may_span()
+    if het then why_not = why_not or "a heterogeneous job runs at one site unless --site-affinity=span" end
+    if not ok_span or (het and affinity ~= "span") then
+      return finish("reject", "nodelist", string.format(
+        "--nodelist names nodes at both sites (%s), but this job may not span: %s",
+        site_names(named, " and "), why_not))
+    end
+    d.sites = site_names(named, "+")
+    if het then d.het = "span" end
+    return finish("span", "user-nodes", string.format(WHY["user-nodes"], site_names(named, " and ")))
+  end
+
+  -- The user's constraint keeps the job at one site already.
+  if ua.one_site and affinity ~= "span" and not het then
+    d.sites = site_names(ua.sites)
+    return finish(#ua.sites == 1 and "site" or "pin", "user-constraint",
+      string.format(WHY["user-constraint"], site_names(ua.sites, " or ")))
+  end
+
+  if affinity == "pin" then
+    if #fitting == 0 and most > 1 then
+      return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
+    end
+    return pin("user-pin", WHY["user-pin"])
+  end
 
   if affinity == "span" then
     if link_down then
@@ -297,26 +415,35 @@ function M.decide(req)
       end
       return pin("link-down", WHY["link-down"] .. "; --site-affinity=span cannot be honoured")
     end
-    if #user_sites > 0 then
+    if ua.one_site then
       return finish("reject", "bad-request", string.format(
-        "--site-affinity=span conflicts with --constraint naming feature %s of site %s",
-        user_sites[1].feature, user_sites[1].name))
+        "--site-affinity=span conflicts with --constraint %s, which keeps the job at one site", quote(user)))
     end
     local A, B = cfg.sites[1], cfg.sites[2]
     d.sites = A.name .. "+" .. B.name
-    local user = req.features
-    if user and user ~= "" and user:find("^[%w_%-%.&]+$") then
+    if het then
+      d.het = "span"
+    elseif user and user:find("^[%w_%-%.&]+$") then
       -- Slurm applies a feature outside a count group to no node of it:
       -- the user's features go inside, with each site's
       d.features = string.format("[(%s&%s)*%d&(%s&%s)*%d]", user, A.feature, ev.nA, user, B.feature, ev.nB)
+    elseif not user then
+      d.features = string.format("[%s*%d&%s*%d]", A.feature, ev.nA, B.feature, ev.nB)
     else
-      constrain(string.format("[%s*%d&%s*%d]", A.feature, ev.nA, B.feature, ev.nB))
+      d.warning = "your --constraint cannot take xsite's split of the nodes; Slurm chooses it"
     end
     return finish("span", "user-span", WHY["user-span"] ..
       string.format(" (%d+%d nodes; predicted %s slower than one site)", ev.nA, ev.nB, ratio(ev.slowdown)))
   end
 
-  -- auto: the model decides.
+  -- auto
+  if most == 1 and not het then return finish("none", "one-node", WHY["one-node"]) end
+  if het then
+    if #fitting == 0 then
+      return finish("reject", "oversize", string.format(WHY.oversize, n) .. "; " .. WHY["het-first"])
+    end
+    return pin("het", WHY["het-first"])
+  end
   if link_down then
     if #fitting > 0 then return pin("link-down", WHY["link-down"]) end
   elseif ev.slowdown <= pol.max_slowdown then
@@ -335,7 +462,7 @@ function M.decide(req)
   -- Larger than any site, and spanning costs too much (or the link is down).
   local why_text = string.format(WHY.oversize, n) .. "; " ..
     (link_down and WHY["link-down"] or slow_text)
-  if pol.oversize == "reject" then
+  if pol.oversize == "reject" or link_down then
     return finish("reject", "oversize", why_text)
   end
   d.sites = "any"

@@ -19,6 +19,8 @@ local M = {}
 M.NO_VAL = 0xfffffffe
 M.NO_VAL16 = 0xfffe
 M.INFINITE = 0xffffffff
+--- job_state of a pending job (slurm.h, JOB_PENDING).
+M.JOB_PENDING = 0
 
 --- Error codes of slurm_errno.h (22.05 and later) that job_submit/lua does
 -- not export to Lua in every release.
@@ -77,6 +79,23 @@ function M.node_count(job_desc, cfg)
   return 1
 end
 
+--- The most nodes a job can get: max_nodes of a range (`-N1-8`), else, for
+-- a task count without a node count, one node a task (or its tasks over
+-- `--ntasks-per-node`), else its node count.  Never fewer than `node_count`.
+function M.most_nodes(job_desc, cfg)
+  local n = M.node_count(job_desc, cfg)
+  local most = job_desc.max_nodes
+  if set(most) and most > 0 then return math.max(n, most) end
+  if set(job_desc.min_nodes) and job_desc.min_nodes > 0 then return n end
+  local tasks = job_desc.num_tasks
+  if set(tasks) and tasks > 0 then
+    local per = job_desc.ntasks_per_node
+    if set(per) and per > 0 then tasks = math.ceil(tasks / per) end
+    return math.max(n, tasks)
+  end
+  return n
+end
+
 --- Put the record into admin_comment, replacing an earlier xsite record and
 -- keeping anything else the admin wrote there.
 function M.with_record(admin_comment, record)
@@ -86,34 +105,65 @@ function M.with_record(admin_comment, record)
   return kept .. "; " .. record
 end
 
--- Per-process state: the caches of the configuration and the link state,
--- created on first use for the configuration's path.
-local state = {}
+-- slurm.conf's value of a key (the last one; nil when absent).
+local function slurm_conf_value(text, key)
+  local value
+  for line in text:gmatch("[^\n]+") do
+    local k, v = line:gsub("#.*", ""):match("^%s*([%w]+)%s*=%s*(%S+)")
+    if k and k:lower() == key:lower() then value = v end
+  end
+  return value
+end
+
+local function read_small(path, cap)
+  local f = path and io.open(path, "r")
+  if not f then return nil end
+  local text = f:read(cap) or ""
+  f:close()
+  return text
+end
 
 --- Whether slurm.conf configures topology/tree (read once, at set-up).
 function M.uses_topology_tree(slurm_conf)
-  local f = slurm_conf and io.open(slurm_conf, "r")
-  if not f then return false end
-  local text = f:read("*a")
-  f:close()
-  for line in text:gmatch("[^\n]+") do
-    local v = line:gsub("#.*", ""):match("^%s*[Tt]opology[Pp]lugin%s*=%s*(%S+)")
-    if v then return v == "topology/tree" or v == "tree" end
-  end
-  return false
+  local text = read_small(slurm_conf, 1048576)
+  local v = text and slurm_conf_value(text, "TopologyPlugin")
+  return v == "topology/tree" or v == "tree"
 end
+
+--- The uid of slurm.conf's SlurmUser (root's when unset; nil when unknown).
+-- Read once, at set-up, from slurm.conf and /etc/passwd.
+function M.slurm_user_uid(slurm_conf, passwd)
+  local text = read_small(slurm_conf, 1048576)
+  local name = text and slurm_conf_value(text, "SlurmUser") or "root"
+  if name:match("^%d+$") then return tonumber(name) end
+  if name == "root" then return 0 end
+  local pw = read_small(passwd or "/etc/passwd", 16777216) or ""
+  for line in pw:gmatch("[^\n]+") do
+    local user, uid = line:match("^([^:]*):[^:]*:(%d+):")
+    if user == name then return tonumber(uid) end
+  end
+  return nil
+end
+
+-- Per-process state: the caches of the configuration and the link state,
+-- created on first use for the configuration's path; where the first
+-- component of each user's latest heterogeneous job went.
+local state = {}
 
 --- Set up for one slurmctld: the configuration to read (job_submit.lua passes
 -- the xsite.conf beside itself, that is beside slurm.conf), and slurm.conf.
 -- @param conf_path xsite.conf
--- @param opts optional: `slurm_conf` (to find topology/tree), `interval`
---   and `clock` for the caches (see xsite.config.cache)
+-- @param opts optional: `slurm_conf` (to find topology/tree and SlurmUser),
+--   `interval` and `clock` for the caches (see xsite.config.cache), `passwd`
 function M.setup(conf_path, opts)
   opts = opts or {}
   state.conf = config.cache(conf_path, opts.interval, opts.clock)
   state.files = {}
-  state.interval, state.clock = opts.interval, opts.clock
+  state.interval, state.clock = opts.interval, opts.clock or os.time
   state.topology = M.uses_topology_tree(opts.slurm_conf)
+  state.slurm_user = M.slurm_user_uid(opts.slurm_conf, opts.passwd)
+  state.het, state.het_count = {}, 0
+  state.fail_closed = false
 end
 
 -- The files `xsite calibrate` and `xsite tune --apply` write, each cached
@@ -149,35 +199,89 @@ local function apply(job_desc, d)
   job_desc.admin_comment = M.with_record(job_desc.admin_comment, d.record)
 end
 
-local function decide(job_desc, slurm, flags)
+-- Whether the broken configuration's own text asks for FailMode=closed (read
+-- once each time the file's error changes, never per job).
+local function says_fail_closed(filename)
+  local text = config.read_file(filename)
+  if not text or #text > 4194304 then return false end
+  for line in text:gmatch("[^\n]+") do
+    for v in line:gsub("#.*", ""):gmatch("[Ff][Aa][Ii][Ll][Mm][Oo][Dd][Ee]%s*=%s*(%a+)") do
+      if v:lower() == "closed" then return true end
+    end
+  end
+  return false
+end
+
+--- How long (seconds) the site of a heterogeneous job's first component is
+-- kept for its later ones.  slurmctld asks job_submit for the components
+-- of one job one after the other, within milliseconds.
+M.HET_WINDOW = 5
+--- The most users whose heterogeneous jobs are remembered at once.
+M.HET_USERS = 4096
+
+-- Where the first component of this user's heterogeneous job went, if that
+-- was a moment ago.
+local function het_site(uid)
+  local e = state.het[uid or -1]
+  if e and state.clock() - e.time <= M.HET_WINDOW then return e.site end
+  return nil
+end
+
+local function remember_het(uid, site)
+  if state.het_count >= M.HET_USERS then state.het, state.het_count = {}, 0 end
+  if not state.het[uid] then state.het_count = state.het_count + 1 end
+  state.het[uid] = { site = site, time = state.clock() }
+end
+
+-- Decide for a job description (or a view of a pending job being changed):
+-- `extra` holds what job_desc does not (het, nodelist_sites, features).
+local function decide(job_desc, slurm, flags, extra)
   local cfg, err, fresh = state.conf.get()
   if fresh then
     slurm.log_error("xsite: %s", err:gsub("\n", "; "))
     if cfg then slurm.log_error("xsite: keeping the last good configuration of %s", state.conf.filename) end
+    state.fail_closed = says_fail_closed(state.conf.filename)
+  elseif not err then
+    state.fail_closed = false
+  end
+  if err and (state.fail_closed or (cfg and cfg.policy.fail_mode == "closed")) then
+    slurm.log_user("xsite: job rejected: the site configuration is broken (FailMode=closed); "
+      .. "please tell the administrators")
+    return slurm.ERROR
   end
   if not cfg then
     slurm.log_info("xsite: no usable configuration (%s); job accepted unchanged", err or "?")
     return slurm.SUCCESS
-  end
-  if err and cfg.policy.fail_mode == "closed" then
-    slurm.log_user("xsite: job rejected: the site configuration is broken (FailMode=closed); "
-      .. "please tell the administrators")
-    return slurm.ERROR
   end
 
   local tl = job_desc.time_limit
   local d = policy.decide({
     cfg = cfg,
     nodes = M.node_count(job_desc, cfg),
+    max_nodes = M.most_nodes(job_desc, cfg),
     affinity = flags.affinity,
     profile = flags.profile,
-    features = job_desc.features,
-    req_nodes = job_desc.req_nodes,
+    features = extra.features,
+    req_nodes = extra.req_nodes,
+    nodelist_sites = extra.nodelist_sites,
+    het = extra.het,
     time_limit = set(tl) and tl * 60 or nil,
     topology = state.topology,
     link_state = state_file(cfg, slurm, "link"),
     profile_state = state_file(cfg, slurm, "profiles"),
   })
+  if extra.het and extra.het.offset == 0 and not extra.het.site and d.het and d.action ~= "reject"
+      and cfg.policy.mode == "enforce" then
+    -- the first component: its site holds for the later ones; another
+    -- first component of the same user a moment ago went elsewhere
+    local other = het_site(job_desc.user_id)
+    if other and other ~= d.het then
+      slurm.log_user("xsite: job rejected: another heterogeneous job of yours was placed at %s a moment ago; "
+        .. "submit this one again in a few seconds", other == "span" and "both sites" or "site " .. other)
+      return M.ESLURM_INVALID_FEATURE
+    end
+    remember_het(job_desc.user_id, d.het)
+  end
   slurm.log_info("xsite: job of uid %s: %s", tostring(job_desc.user_id), d.record)
   if d.why ~= "off" then slurm.log_user("%s", d.message) end
   if d.action == "reject" then
@@ -194,7 +298,14 @@ end
 -- @return a Slurm return code
 function M.job_submit(job_desc, slurm)
   if not state.conf then M.setup(config.locate()) end
-  local ok, rc = pcall(decide, job_desc, slurm, M.flags(job_desc.spank_job_env))
+  local ok, rc = pcall(function()
+    local offset = job_desc.het_job_offset
+    return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
+      features = job_desc.features,
+      req_nodes = job_desc.req_nodes,
+      het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
+    })
+  end)
   if not ok then
     slurm.log_error("xsite: internal error, job accepted unchanged: %s", tostring(rc))
     return slurm.SUCCESS
@@ -209,31 +320,77 @@ function M.any_site(cfg)
   return table.concat(f, "|")
 end
 
---- slurm_job_modify: decide again when a pending job's node count changes.
--- The xsite flags and the user's own constraint come from the job record;
--- the constraint xsite added before is replaced.  Never raises.
-function M.job_modify(job_desc, job_rec, slurm)
+-- The fields of a job description whose change can move a pending job, and
+-- those of them that name where it runs.
+local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task" }
+local PLACE = { "features", "req_nodes", "exc_nodes", "partition" }
+
+--- Whether `uid` may override a decision: root and SlurmUser.
+function M.privileged(uid)
+  return uid == 0 or (uid ~= nil and uid == state.slurm_user)
+end
+
+--- slurm_job_modify: decide again whenever a pending job's shape or
+-- placement changes (node counts, tasks, Features, ReqNodeList, ExcNodeList,
+-- Partition), from the user's own constraint (kept in the record) and the
+-- change; what xsite added before is replaced.  A change of placement by
+-- root or SlurmUser is theirs to make: it is applied as given and the
+-- record says `override=UID`.  Never raises.
+-- @param modify_uid who asks (slurm_job_modify's fourth argument)
+function M.job_modify(job_desc, job_rec, slurm, modify_uid)
   if not state.conf then M.setup(config.locate()) end
   local ok, rc = pcall(function()
-    if not set(job_desc.min_nodes) then return slurm.SUCCESS end
-    local flags = M.flags(job_rec.spank_job_env)
+    local shape, place = false, false
+    for _, k in ipairs(SHAPE) do
+      if set(job_desc[k]) then shape = true end
+    end
+    for _, k in ipairs(PLACE) do
+      if job_desc[k] ~= nil then place = true end
+    end
+    if not shape and not place then return slurm.SUCCESS end
+    -- a running job cannot move (Slurm refuses new features or nodes for it)
+    if set(job_rec.job_state) and job_rec.job_state % 256 ~= M.JOB_PENDING then return slurm.SUCCESS end
     local prev = policy.parse_record(job_rec.admin_comment)
+    if place and M.privileged(modify_uid) then
+      if prev then
+        local text = job_rec.admin_comment:match("xsite v=%d+[^\n;]*"):gsub("%s+override=%S+", "")
+        job_desc.admin_comment = M.with_record(job_rec.admin_comment, text .. " override=" .. modify_uid)
+      end
+      slurm.log_info("xsite: job %s: placement changed by uid %s, kept as given (override)",
+        tostring(job_rec.job_id), tostring(modify_uid))
+      return slurm.SUCCESS
+    end
     local view = setmetatable({
-      features = job_desc.features or (prev and prev.constraint) or (not prev and job_rec.features) or nil,
       admin_comment = job_desc.admin_comment or job_rec.admin_comment,
-    }, { __index = function(_, k) return job_desc[k] end })
-    local rc = decide(view, slurm, flags)
+    }, { __index = function(_, k)
+      local v = job_desc[k]
+      if set(v) then return v end
+      return job_rec[k]
+    end })
+    local user = job_desc.features
+    if user == nil then user = prev and (prev.constraint or "") or job_rec.features end
+    local extra = { features = user, req_nodes = job_desc.req_nodes }
+    if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
+    local offset = job_rec.het_job_offset
+    if set(offset) and prev then
+      -- the whole heterogeneous job stays where it was placed
+      extra.het = { offset = offset, site = prev.het or "?" }
+    end
+    local rc = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
     if rc == slurm.SUCCESS then
       for _, k in ipairs({ "features", "req_switch", "wait4switch", "admin_comment" }) do
         if rawget(view, k) ~= nil then job_desc[k] = rawget(view, k) end
       end
-      -- The new decision adds no constraint and the user had none: the one
-      -- xsite added before must go.  job_submit/lua cannot clear a
-      -- constraint (an empty string means "unchanged"), so it becomes the
-      -- OR of every site's feature, which every node has.
-      if prev and rawget(view, "features") == nil and job_rec.features and job_rec.features ~= "" then
+      -- The new decision adds no constraint, yet the job has one: the one
+      -- xsite added before, or the user's, must give way to the user's new
+      -- (or none).  job_submit/lua cannot clear a constraint (an empty
+      -- string means "unchanged"), so none becomes the OR of every site's
+      -- feature, which every node has.
+      if rawget(view, "features") == nil and job_rec.features and job_rec.features ~= ""
+          and (prev or job_desc.features ~= nil) then
         local cfg = state.conf.get()
-        if cfg then job_desc.features = M.any_site(cfg) end
+        local want = user ~= "" and user or (cfg and M.any_site(cfg))
+        if want and want ~= job_rec.features then job_desc.features = want end
       end
       -- Likewise the switch count xsite asked topology/tree for: 0 is none.
       if prev and prev.wait4switch and rawget(view, "req_switch") == nil then

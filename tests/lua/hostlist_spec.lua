@@ -258,3 +258,50 @@ describe("xsite.hostlist.compress", function()
     end
   end)
 end)
+
+describe("xsite.hostlist without expanding", function()
+  local h = dofile(HERE .. "/helpers.lua")
+  local cfg = h.config(table.concat({
+    "SiteName=a Nodes=a[001-140] Feature=site_a CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s " ..
+      "NetBandwidth=1GB/s NetLatency=1us",
+    "SiteName=b Nodes=b[1-4],gpu-b[1-2]-x Feature=site_b CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s " ..
+      "NetBandwidth=1GB/s NetLatency=1us",
+    "LinkName=l Bandwidth=100MB/s Latency=1ms",
+  }, "\n"))
+
+  local function sites(list)
+    local s, n = hostlist.sites(list, cfg)
+    assert(s, n)
+    local t = {}
+    for i, site in ipairs(s) do t[i] = site.name end
+    return table.concat(t, ","), n
+  end
+
+  it("counts the names of ranges with no list made", function()
+    assert.are.equal(1000000, hostlist.count("x[000000-999999]"))
+    assert.are.equal(1000000 * 16, hostlist.count("x[000000-999999]y[1-16]"))
+    assert.are.equal(5, hostlist.count("a[1-2],b[1-3]"))
+    assert.is_nil(hostlist.count("a[1-"))
+  end)
+
+  it("finds the sites a hostlist names, honouring zero padding", function()
+    assert.are.same({ "a", 1 }, { sites("a001") })
+    assert.are.same({ "a,b", 3 }, { sites("a[139-140],b4") })
+    assert.are.same({ "", 3 }, { sites("a[1-3]") })   -- a1 is no node: a001 is
+    assert.are.same({ "", 2 }, { sites("b[01-02]") })
+    assert.are.same({ "b", 2 }, { sites("gpu-b[1-2]-x") })
+    assert.are.same({ "b", 4 }, { sites("gpu-b[1-2]-x,b[3-4]") })
+    assert.are.same({ "", 1000000 }, { sites("x[000000-999999]") })
+    assert.are.same({ "", 1000000 }, { sites("a[000000-999999]") })  -- a000001 is no node
+    assert.are.same({ "a", 1000 }, { sites("a[000-999]") })
+  end)
+
+  it("refuses what is too long or too complex to check", function()
+    assert.is_nil(hostlist.sites(string.rep("a001,", 20000), cfg))
+    local many = {}
+    for i = 1, 2000 do many[i] = "q" .. i .. "[1-2]z[1-2]" end
+    local s, err = hostlist.sites(table.concat(many, ","), cfg)
+    assert.is_nil(s)
+    assert.matches("too complex", err)
+  end)
+end)

@@ -227,4 +227,128 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_modify(again, rec, s))
     assert.are.equal(1, again.req_switch)
   end)
+  it("decides a node range or a task count on the most nodes the job can get", function()
+    local cfg = h.config(CONF)
+    assert.are.equal(8, submit.most_nodes({ min_nodes = 1, max_nodes = 8 }, cfg))
+    assert.are.equal(2, submit.most_nodes({ min_nodes = 2, max_nodes = submit.NO_VAL }, cfg))
+    assert.are.equal(9, submit.most_nodes({ min_nodes = submit.NO_VAL, num_tasks = 9 }, cfg))
+    assert.are.equal(5, submit.most_nodes({ min_nodes = submit.NO_VAL, num_tasks = 9, ntasks_per_node = 2 }, cfg))
+    setup_conf(CONF)
+    local s, j = fake_slurm(), job({ min_nodes = 1, max_nodes = 6 })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("[site_a|site_b]", j.features)
+    assert.matches("action=pin why=slowdown mode=enforce n=6 ", j.admin_comment)
+  end)
+
+  it("keeps every component of a heterogeneous job at the site of the first", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local j0 = job({ min_nodes = 1, het_job_offset = 0, user_id = 1001,
+      spank_job_env = { [0] = "XSITE_SITE_AFFINITY=b" } })
+    assert.are.equal(0, submit.job_submit(j0, s))
+    assert.are.equal("site_b", j0.features)
+    assert.matches(" het=b", j0.admin_comment, 1, true)
+    local j1 = job({ min_nodes = 2, het_job_offset = 1, user_id = 1001 })
+    assert.are.equal(0, submit.job_submit(j1, s))
+    assert.are.equal("site_b", j1.features)
+    -- a later component that names the other site is refused
+    local j2 = job({ min_nodes = 1, het_job_offset = 2, user_id = 1001, features = "site_a" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j2, s))
+    assert.matches("allows no node of site b, where component 2 of this heterogeneous job must run",
+      s.user[#s.user], 1, true)
+    -- another user's first component does not move this user's
+    assert.are.equal(0, submit.job_submit(job({ min_nodes = 1, het_job_offset = 0, user_id = 1002 }), s))
+    local j3 = job({ min_nodes = 1, het_job_offset = 1, user_id = 1001 })
+    assert.are.equal(0, submit.job_submit(j3, s))
+    assert.are.equal("site_b", j3.features)
+    -- a first component of the same user for the other site a moment later is refused
+    local other = job({ min_nodes = 1, het_job_offset = 0, user_id = 1001,
+      spank_job_env = { [0] = "XSITE_SITE_AFFINITY=a" } })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(other, s))
+    assert.matches("another heterogeneous job of yours was placed at site b a moment ago", s.user[#s.user], 1, true)
+    -- long after, a component with no first one is refused, not left unplaced
+    now = now + submit.HET_WINDOW + 1
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE,
+      submit.job_submit(job({ min_nodes = 1, het_job_offset = 1, user_id = 1001 }), s))
+    assert.are.equal(0, submit.job_submit(other, s))
+    assert.are.equal("site_a", other.features)
+  end)
+
+  it("rejects jobs under FailMode=closed even when no configuration was ever good", function()
+    write("xsite.conf", CONF .. "FailMode=closed\nBogus=1\n")
+    submit.setup(dir .. "/xsite.conf", { clock = function() return now end })
+    local s = fake_slurm()
+    assert.are.equal(-1, submit.job_submit(job({ min_nodes = 2 }), s))
+    assert.matches("FailMode=closed", s.user[1], 1, true)
+    -- FailMode=open (or none) in the broken file: accepted unchanged
+    write("xsite.conf", CONF .. "Bogus=1\n")
+    now = now + 10
+    assert.are.equal(0, submit.job_submit(job({ min_nodes = 2 }), s))
+  end)
+
+  -- A pending job of user 1001, submitted with `submitted` and changed with `change`.
+  local function modify(submitted, change, uid)
+    local s = fake_slurm()
+    local j = job(submitted)
+    assert.are.equal(0, submit.job_submit(j, s))
+    local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
+      min_nodes = j.min_nodes, max_nodes = j.max_nodes, job_state = submit.JOB_PENDING, user_id = 1001 }
+    return submit.job_modify(change, rec, s, uid or 1001), change, s
+  end
+
+  it("keeps the pin through every scontrol update of a pending job", function()
+    setup_conf(CONF)
+    -- Features= without a site: the pin is added again
+    local rc, c = modify({ min_nodes = 2 }, { features = "ib" })
+    assert.are.equal(0, rc)
+    assert.are.equal("ib&[site_a|site_b]", c.features)
+    -- Features= that spans by counts: refused, naming --constraint
+    local s
+    rc, c, s = modify({ min_nodes = 2 }, { features = "[site_a*1&site_b*1]" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, rc)
+    assert.is_nil(c.admin_comment)
+    assert.matches("^xsite: job rejected: %-%-constraint '%[site_a%*1&site_b%*1%]': it has a node count",
+      s.user[#s.user])
+    -- Features= cleared: the pin stays
+    rc, c = modify({ min_nodes = 2, features = "ib" }, { features = "" })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    -- ReqNodeList= at both sites: refused
+    rc = modify({ min_nodes = 2 }, { req_nodes = "a1,b1" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, rc)
+    -- ReqNodeList= at one site: pinned there
+    rc, c = modify({ min_nodes = 2 }, { req_nodes = "b1" })
+    assert.are.equal(0, rc)
+    assert.are.equal("site_b", c.features)
+    -- NumNodes= a range: decided on its top
+    rc, c = modify({ min_nodes = 1 }, { min_nodes = 1, max_nodes = 3 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    assert.matches(" n=3 ", c.admin_comment, 1, true)
+    -- Partition= and ExcNodeList=: decided again, the pin kept
+    for _, change in ipairs({ { partition = "other" }, { exc_nodes = "a1" } }) do
+      rc, c = modify({ min_nodes = 2 }, change)
+      assert.are.equal(0, rc)
+      assert.are.equal("[site_a|site_b]", c.features)
+    end
+  end)
+
+  it("leaves a placement root or SlurmUser sets as given, and says so in the record", function()
+    setup_conf(CONF, "SlurmUser=" .. (os.getenv("USER") == "root" and "root" or "4242") .. "\n")
+    local rc, c = modify({ min_nodes = 2 }, { features = "[site_a*1&site_b*1]" }, 0)
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a*1&site_b*1]", c.features)
+    assert.matches(" override=0", c.admin_comment, 1, true)
+    assert.is_true(submit.privileged(0))
+    assert.is_false(submit.privileged(1001))
+  end)
+
+  it("does not move a running job", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local rec = { features = "", admin_comment = "", spank_job_env = {}, job_state = 1 }
+    local change = { min_nodes = 1 }
+    assert.are.equal(0, submit.job_modify(change, rec, s, 1001))
+    assert.is_nil(change.admin_comment)
+  end)
 end)

@@ -1,0 +1,321 @@
+--- Slurm `--constraint` expressions: what they allow, and how to add a site.
+--
+-- Slurm's grammar (slurmctld's feature list builder, 22.05 to 24.11): feature
+-- names joined by `&` (and; `,` is taken as `&`) and `|` (or), evaluated from
+-- left to right; one level of parentheses; at most one `[...]` group, in
+-- which `|` is a matching OR (every node satisfies the same alternative) and
+-- `feature*N` asks N nodes to have the feature; a `*N` count outside brackets
+-- is allowed with a single feature.  A feature is any other run of
+-- characters (`!x` is a feature named "!x": Slurm has no negation).
+--
+-- `analyse` parses an expression and says which sites its nodes can be at
+-- and whether it keeps a whole job at one site; `combine` adds a site
+-- constraint to a user's expression so that the result holds whatever the
+-- user wrote, or says why it cannot.  Both are conservative: a site is
+-- possible when it is possible under left-to-right evaluation or under the
+-- usual precedence of `&` over `|`, and an expression with a `*N` count keeps
+-- nothing at one site (Slurm applies a feature outside a count group to no
+-- node of that group).  Work is linear in the length, which is capped.
+-- Nothing here raises on bad input.
+-- @module xsite.constraint
+
+local M = {}
+
+--- The longest expression analysed; a longer one is refused.
+M.MAX_LENGTH = 4096
+
+-- Kleene logic over three values: true, false, "?" (unknown: a feature that
+-- is not a site's).
+local U = "?"
+
+local function k_and(a, b)
+  if a == false or b == false then return false end
+  if a == true and b == true then return true end
+  return U
+end
+
+local function k_or(a, b)
+  if a == true or b == true then return true end
+  if a == false and b == false then return false end
+  return U
+end
+
+-- Tokens: { kind, text, pos }; kind is "feat", "&", "|", "(", ")", "[", "]", "*".
+local function tokenize(text)
+  local toks, i, n = {}, 1, #text
+  while i <= n do
+    local c = text:sub(i, i)
+    if c == "&" or c == "," then
+      toks[#toks + 1] = { "&", "&", i }
+      i = i + 1
+    elseif c == "|" or c == "(" or c == ")" or c == "[" or c == "]" then
+      toks[#toks + 1] = { c, c, i }
+      i = i + 1
+    elseif c == "*" then
+      local digits = text:match("^%d+", i + 1)
+      if not digits or #digits > 9 or tonumber(digits) < 1 then
+        return nil, string.format("'*' at character %d must be followed by a positive count", i)
+      end
+      toks[#toks + 1] = { "*", digits, i }
+      i = i + 1 + #digits
+    elseif c:find("%s") or c:byte() < 32 or c:byte() == 127 then
+      return nil, string.format("unexpected blank or control character at character %d", i)
+    else
+      local j = text:find("[&,|()%[%]*%s%c]", i) or n + 1
+      toks[#toks + 1] = { "feat", text:sub(i, j - 1), i }
+      i = j
+    end
+  end
+  return toks
+end
+
+-- Recursive descent into a tree: { op = "feat", name, count } |
+-- { op = "&"|"|", list = {...} (operands in order), ops = {...} (operators between) } |
+-- { op = "()", expr, count } | { op = "[]", expr }.
+local Parser = {}
+Parser.__index = Parser
+
+function Parser:peek() return self.toks[self.i] end
+
+function Parser:fail(msg, tok)
+  tok = tok or self.toks[self.i]
+  error({ string.format("%s at character %d", msg, tok and tok[3] or (#self.text + 1)) }, 0)
+end
+
+function Parser:term()
+  local t = self:peek()
+  if not t then self:fail("a feature is missing at the end") end
+  local node
+  if t[1] == "feat" then
+    self.i = self.i + 1
+    node = { op = "feat", name = t[2] }
+  elseif t[1] == "(" then
+    if self.paren > 0 then self:fail("nested parentheses (Slurm allows one level)") end
+    self.i = self.i + 1
+    self.paren = self.paren + 1
+    local inner = self:expr()
+    local close = self:peek()
+    if not close or close[1] ~= ")" then self:fail("unbalanced '('") end
+    self.i = self.i + 1
+    self.paren = self.paren - 1
+    node = { op = "()", expr = inner }
+  elseif t[1] == "[" then
+    if self.bracket then self:fail("more than one [...] group (Slurm allows one)") end
+    if self.paren > 0 then self:fail("a [...] group inside parentheses") end
+    self.bracket = true
+    self.in_bracket = true
+    self.i = self.i + 1
+    local inner = self:expr()
+    local close = self:peek()
+    if not close or close[1] ~= "]" then self:fail("unbalanced '['") end
+    self.i = self.i + 1
+    self.in_bracket = false
+    node = { op = "[]", expr = inner }
+  else
+    self:fail(string.format("unexpected '%s'", t[2]))
+  end
+  local star = self:peek()
+  if star and star[1] == "*" then
+    if node.op == "[]" then self:fail("a count after ']'", star) end
+    self.i = self.i + 1
+    node.count = tonumber(star[2])
+    self.counts = true
+  end
+  return node
+end
+
+function Parser:expr()
+  local list, ops = { self:term() }, {}
+  while true do
+    local t = self:peek()
+    if not t or (t[1] ~= "&" and t[1] ~= "|") then break end
+    self.i = self.i + 1
+    ops[#ops + 1] = t[1]
+    list[#list + 1] = self:term()
+  end
+  if #list == 1 then return list[1] end
+  return { op = "seq", list = list, ops = ops }
+end
+
+-- Parse; returns the tree and facts about it, or nil and a message.
+local function parse(text)
+  local toks, err = tokenize(text)
+  if not toks then return nil, err end
+  if #toks == 0 then return nil, "empty expression" end
+  local p = setmetatable({ toks = toks, i = 1, text = text, paren = 0 }, Parser)
+  local ok, tree = pcall(function()
+    local e = p:expr()
+    if p:peek() then p:fail(string.format("unexpected '%s'", p:peek()[2])) end
+    return e
+  end)
+  if not ok then
+    if type(tree) == "table" then return nil, tree[1] end
+    return nil, tostring(tree)
+  end
+  return tree, { bracket = p.bracket or false, counts = p.counts or false }
+end
+
+-- The value of a tree for a node at `site` (its feature true, every other
+-- site's false, anything else unknown).  `prec`: & before | (else left to right).
+local function value(node, site_of, site, prec)
+  local op = node.op
+  if op == "feat" then
+    local s = site_of[node.name]
+    if s == nil then return U end
+    return s == site
+  elseif op == "()" or op == "[]" then
+    return value(node.expr, site_of, site, prec)
+  end
+  if not prec then
+    local v = value(node.list[1], site_of, site, prec)
+    for i, o in ipairs(node.ops) do
+      local w = value(node.list[i + 1], site_of, site, prec)
+      if o == "&" then v = k_and(v, w) else v = k_or(v, w) end
+    end
+    return v
+  end
+  -- & binds tighter: an OR of AND runs
+  local result, run = false, value(node.list[1], site_of, site, prec)
+  for i, o in ipairs(node.ops) do
+    local w = value(node.list[i + 1], site_of, site, prec)
+    if o == "&" then
+      run = k_and(run, w)
+    else
+      result, run = k_or(result, run), w
+    end
+  end
+  return k_or(result, run)
+end
+
+-- Sites a node satisfying `node` can be at, as a list in the config's order.
+local function possible(node, cfg, site_of)
+  local out = {}
+  for _, s in ipairs(cfg.sites) do
+    if value(node, site_of, s, false) ~= false or value(node, site_of, s, true) ~= false then
+      out[#out + 1] = s
+    end
+  end
+  return out
+end
+
+-- Whether the top level joins its operands with & only.
+local function conjunction(node)
+  if node.op ~= "seq" then return true end
+  for _, o in ipairs(node.ops) do
+    if o ~= "&" then return false end
+  end
+  return true
+end
+
+local function site_map(cfg)
+  local m = {}
+  for _, s in ipairs(cfg.sites) do m[s.feature] = s end
+  return m
+end
+
+--- Analyse a constraint for a configuration's sites.
+-- @param text the constraint (nil or "" for none)
+-- @param cfg a configuration (xsite.config)
+-- @return a table: `sites` (the sites its nodes can be at, config order),
+--   `one_site` (true when it keeps every node of a job at one site: all its
+--   nodes can be at one site only, or it is a conjunction holding a [...]
+--   group each of whose alternatives allows one site), `counts` (a `*N` is
+--   present: nothing is kept at one site), `bracket`, `parens`, `top_or`
+--   (a `|` outside parentheses and brackets); or nil and a message
+function M.analyse(text, cfg)
+  if text == nil or text == "" then
+    return { sites = cfg.sites, one_site = false, counts = false, bracket = false,
+      parens = false, top_or = false, empty = true }
+  end
+  if type(text) ~= "string" then return nil, "not a string" end
+  if #text > M.MAX_LENGTH then
+    return nil, string.format("longer than %d characters", M.MAX_LENGTH)
+  end
+  local tree, facts = parse(text)
+  if not tree then return nil, facts end
+  local site_of = site_map(cfg)
+  local a = { counts = facts.counts, bracket = facts.bracket, parens = text:find("(", 1, true) ~= nil,
+    top_or = not conjunction(tree) }
+  if a.counts then
+    -- a count group applies nothing to the other nodes: every site is open
+    a.sites, a.one_site = cfg.sites, false
+    return a
+  end
+  a.sites = possible(tree, cfg, site_of)
+  a.one_site = #a.sites == 1
+  if not a.one_site and not a.top_or then
+    -- a conjunction holding a matching OR whose alternatives (features or
+    -- parenthesised groups joined by | only) each allow one site
+    for _, o in ipairs(tree.op == "seq" and tree.list or { tree }) do
+      if o.op == "[]" then
+        local inner = o.expr
+        local alts = inner.op == "seq" and inner.list or { inner }
+        local all_one = true
+        for i, alt in ipairs(alts) do
+          if (inner.ops and i > 1 and inner.ops[i - 1] ~= "|") or #possible(alt, cfg, site_of) ~= 1 then
+            all_one = false
+          end
+        end
+        if all_one then a.one_site = true end
+      end
+    end
+  end
+  return a
+end
+
+--- Put a choice of sites ("[f1|f2]") into the user's own [...] group: each
+-- of its alternatives becomes one per site, `[a|(b&c)]` giving
+-- `[(a&f1)|(a&f2)|(b&c&f1)|(b&c&f2)]`, so that every node satisfies the same
+-- alternative and is at the same site.  Only for alternatives that are
+-- features or parenthesised features joined by `&`.
+-- @return the new constraint, or nil and why not
+function M.distribute(user, add)
+  local open, close = user:find("%b[]")
+  local inner = user:sub(open + 1, close - 1)
+  local feats = {}
+  for f in add:sub(2, -2):gmatch("[^|]+") do feats[#feats + 1] = f end
+  local alts, depth, start = {}, 0, 1
+  for i = 1, #inner + 1 do
+    local c = inner:sub(i, i)
+    if c == "(" then depth = depth + 1 elseif c == ")" then depth = depth - 1 end
+    if (c == "|" and depth == 0) or c == "" then
+      local alt = inner:sub(start, i - 1)
+      local body = alt:match("^%((.*)%)$") or alt
+      if body:find("[|()]") then
+        return nil, "it has its own [...] group with an alternative xsite cannot split by site"
+      end
+      for _, f in ipairs(feats) do alts[#alts + 1] = "(" .. body .. "&" .. f .. ")" end
+      start = i + 1
+    end
+  end
+  local out = user:sub(1, open) .. table.concat(alts, "|") .. user:sub(close)
+  if #out > M.MAX_LENGTH then
+    return nil, string.format("split by site it would be longer than %d characters", M.MAX_LENGTH)
+  end
+  return out
+end
+
+--- Add a site constraint to a user's constraint so that both hold for every
+-- node of the job.
+-- @param user the user's constraint (nil or "" for none)
+-- @param analysis `analyse(user, cfg)`
+-- @param add the site constraint: one site's feature, or "[f1|f2]"
+-- @return the combined constraint, or nil and why it cannot be (a phrase
+--   for "--constraint ...: <why>")
+function M.combine(user, analysis, add)
+  if user == nil or user == "" then return add end
+  if analysis.counts then
+    return nil, "it has a node count (*N), and Slurm applies no other feature to the nodes of a count"
+  end
+  if analysis.top_or and (analysis.parens or analysis.bracket) then
+    return nil, "it has a '|' outside parentheses as well as parentheses or a [...] group, " ..
+      "so xsite cannot put it in parentheses (Slurm allows one level)"
+  end
+  if analysis.bracket and add:sub(1, 1) == "[" then
+    return M.distribute(user, add)
+  end
+  if not analysis.top_or then return user .. "&" .. add end
+  return "(" .. user .. ")&" .. add
+end
+
+return M
