@@ -22,7 +22,10 @@
 local M = {}
 
 --- The longest expression analysed; a longer one is refused.
-M.MAX_LENGTH = 4096
+M.MAX_LENGTH = 1024
+--- The most features an expression that names a site may have (it is
+-- parsed in full); one that names no site is read with string searches only.
+M.MAX_TERMS = 64
 
 -- Kleene logic over three values: true, false, "?" (unknown: a feature that
 -- is not a site's).
@@ -207,6 +210,38 @@ local function conjunction(node)
   return true
 end
 
+-- Slurm's grammar, checked with pattern searches (for an expression that
+-- names no site, which is not parsed): a pattern that must not match, and
+-- what it means.
+local SYNTAX = {
+  { "[%s%c]", "unexpected blank or control character" },
+  { "^[&,|%]%)%*]", "an operator at the start" },
+  { "[&,|%[%(]$", "a feature is missing at the end" },
+  { "[&,|][&,|%]%)%*]", "a feature is missing between two operators" },
+  { "[%[%(][&,|%]%)%*]", "a feature is missing after an opening bracket" },
+  { "%([^%)]*%(", "nested parentheses (Slurm allows one level)" },
+  { "%([^%)]*%[", "a [...] group inside parentheses" },
+  { "%*%f[^%d]", "'*' must be followed by a positive count" },
+  { "%*0+%f[%D]", "'*' must be followed by a positive count" },
+  { "%]%*", "a count after ']'" },
+  { "[%]%)][^&,|%]%)%*]", "an operator is missing after a closing bracket" },
+}
+
+local function check_syntax(text)
+  for _, rule in ipairs(SYNTAX) do
+    local at = text:find(rule[1])
+    if at then return string.format("%s at character %d", rule[2], at) end
+  end
+  local _, opens = text:gsub("%[", "")
+  local _, closes = text:gsub("%]", "")
+  if opens > 1 then return "more than one [...] group (Slurm allows one)" end
+  if opens ~= closes then return "unbalanced '['" end
+  _, opens = text:gsub("%(", "")
+  _, closes = text:gsub("%)", "")
+  if opens ~= closes then return "unbalanced '('" end
+  return nil
+end
+
 local function site_map(cfg)
   local m = {}
   for _, s in ipairs(cfg.sites) do m[s.feature] = s end
@@ -230,6 +265,24 @@ function M.analyse(text, cfg)
   if type(text) ~= "string" then return nil, "not a string" end
   if #text > M.MAX_LENGTH then
     return nil, string.format("longer than %d characters", M.MAX_LENGTH)
+  end
+  local named = false
+  for _, s in ipairs(cfg.sites) do
+    if text:find(s.feature, 1, true) then named = true end
+  end
+  if not named then
+    -- No site's feature in it: every site is open, and the grammar and the
+    -- facts combine needs come from searches at C speed.
+    local bad = check_syntax(text)
+    if bad then return nil, bad end
+    local outside = text:gsub("%b[]", ""):gsub("%b()", "")
+    return { sites = cfg.sites, one_site = false, counts = text:find("*", 1, true) ~= nil,
+      bracket = text:find("[", 1, true) ~= nil, parens = text:find("(", 1, true) ~= nil,
+      top_or = outside:find("|", 1, true) ~= nil }
+  end
+  local _, terms = text:gsub("[&,|]", "")
+  if terms >= M.MAX_TERMS then
+    return nil, string.format("more than %d features with a site's among them", M.MAX_TERMS)
   end
   local tree, facts = parse(text)
   if not tree then return nil, facts end

@@ -19,10 +19,10 @@ M.MAX_HOSTS = 1000000
 --- The most bracket groups one host name may have.
 M.MAX_GROUPS = 16
 --- The longest expression `count` and `sites` take.
-M.MAX_LENGTH = 65536
+M.MAX_LENGTH = 8192
 --- The most (host expression with several bracket groups x configured node)
 -- comparisons `sites` makes.
-M.MAX_MATCHES = 200000
+M.MAX_MATCHES = 5000
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
 
@@ -117,17 +117,20 @@ end
 
 --- Split a hostlist at its top-level commas (commas inside brackets separate ranges).
 local function split_top(list)
-  local items, depth, start = {}, 0, 1
-  for i = 1, #list do
+  local items, depth, start, pos = {}, 0, 1, 1
+  while true do
+    local i = list:find("[%[%],]", pos)
+    if not i then break end
     local c = list:sub(i, i)
     if c == "[" then
       depth = depth + 1
     elseif c == "]" then
       depth = depth - 1
-    elseif c == "," and depth == 0 then
+    elseif depth == 0 then
       items[#items + 1] = list:sub(start, i - 1)
       start = i + 1
     end
+    pos = i + 1
   end
   items[#items + 1] = list:sub(start)
   return items
@@ -302,10 +305,15 @@ local indexes = setmetatable({}, { __mode = "k" })
 local function index_of(cfg)
   local idx = indexes[cfg]
   if idx then return idx end
-  idx = {}
+  idx = { by_lead = {} }
   for si, site in ipairs(cfg.sites) do
-    local by_key = {}
+    local by_key, by_lead = {}, {}
     for _, name in ipairs(site.nodes) do
+      local lead = name:match("^(%D+)%d")
+      if lead then
+        by_lead[lead] = by_lead[lead] or {}
+        table.insert(by_lead[lead], name)
+      end
       local pre, digits, suf = split_name(name)
       if digits and #digits <= 9 then
         local key = pre .. "\0" .. suf
@@ -317,6 +325,7 @@ local function index_of(cfg)
       table.sort(l, function(a, b) return a[1] < b[1] end)
     end
     idx[si] = by_key
+    idx.by_lead[si] = by_lead
   end
   indexes[cfg] = idx
   return idx
@@ -347,6 +356,27 @@ end
 -- @return the sites named, in the configuration's order (names that are
 --   no site's are ignored), and the number of names; or nil and a message
 function M.sites(list, cfg)
+  if type(list) == "string" and #list <= M.MAX_LENGTH and list ~= "" and not list:find("[", 1, true) then
+    -- names only: each looked up
+    if list:find("^,") or list:find(",$") or list:find(",,", 1, true) then
+      return nil, string.format("empty host name in '%s'", list:sub(1, 60))
+    end
+    local bad = list:find("[^%w%-%_%.,]")
+    if bad then
+      return nil, string.format("invalid character in host name at character %d of '%s'", bad, list:sub(1, 60))
+    end
+    local hit, n, site_of = {}, 0, cfg.site_of_node
+    for name in list:gmatch("[^,]+") do
+      n = n + 1
+      local s = site_of[name]
+      if s then hit[s] = true end
+    end
+    local out = {}
+    for _, site in ipairs(cfg.sites) do
+      if hit[site] then out[#out + 1] = site end
+    end
+    return out, n
+  end
   local items, total = parse_items(list)
   if not items then return nil, total end
   local idx = index_of(cfg)
@@ -367,13 +397,19 @@ function M.sites(list, cfg)
         if not hit[site] and l and any_in(l, parts[2]) then hit[site] = true end
       end
     else
-      for _, site in ipairs(cfg.sites) do
+      -- several groups: compare with the nodes whose name starts with the
+      -- item's literal prefix and then a digit (all of them when the
+      -- prefix is empty or ends in a digit)
+      local pre = type(parts[1]) == "string" and parts[1] or ""
+      local by_lead = (pre ~= "" and not pre:find("%d$")) and idx.by_lead or nil
+      for si, site in ipairs(cfg.sites) do
+        local candidates = by_lead and (by_lead[si][pre] or {}) or site.nodes
         if not hit[site] then
-          budget = budget - #site.nodes
+          budget = budget - #candidates
           if budget < 0 then
             return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
           end
-          for _, name in ipairs(site.nodes) do
+          for _, name in ipairs(candidates) do
             if matches(parts, name) then
               hit[site] = true
               break

@@ -149,9 +149,9 @@ end
 -- A user's text as a message quotes it: at most 60 characters, no control
 -- characters.
 local function quote(text)
-  text = tostring(text):gsub("%c", "?")
+  text = tostring(text)
   if #text > 60 then text = text:sub(1, 57) .. "..." end
-  return "'" .. text .. "'"
+  return "'" .. text:gsub("%c", "?") .. "'"
 end
 M.quote = quote
 
@@ -233,11 +233,11 @@ function M.decide(req)
   -- decide again from it.
   local user = req.features
   if user == "" then user = nil end
-  d.constraint = user
   local ua, cerr = constraint.analyse(user, cfg)
   if not ua then
     return finish("reject", "bad-request", string.format("--constraint %s: %s", quote(user), cerr))
   end
+  d.constraint = user
 
   -- Nodes asked for by name: the sites they are at (a hostlist is never
   -- expanded), and at least that many nodes.
@@ -313,10 +313,15 @@ function M.decide(req)
   end
 
   -- May the job span?  Link up, and asked for or within the model's limit.
+  -- (A job no site can hold spans as OversizeAction says.)
   local function may_span()
     if link_down then return false, WHY["link-down"] end
     if affinity == "span" then return true end
     if affinity == "auto" and ev.slowdown <= pol.max_slowdown then return true end
+    if affinity == "auto" and #fitting == 0 and pol.oversize ~= "reject" then
+      if pol.oversize == "warn" then d.warning = "running anyway (OversizeAction=warn)" end
+      return true
+    end
     return false, affinity == "pin" and "--site-affinity=pin" or slow_text
   end
 

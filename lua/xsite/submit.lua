@@ -71,6 +71,8 @@ function M.node_count(job_desc, cfg)
   if set(n) and n > 0 then return n end
   local tasks = job_desc.num_tasks
   if set(tasks) and tasks > 0 then
+    local per = job_desc.ntasks_per_node
+    if set(per) and per > 0 then return math.ceil(tasks / per) end
     local cores = math.max(cfg.sites[1].cores, cfg.sites[2].cores)
     local cpt = job_desc.cpus_per_task
     if set(cpt) and cpt > 0 then tasks = tasks * cpt end
@@ -215,7 +217,7 @@ end
 --- How long (seconds) the site of a heterogeneous job's first component is
 -- kept for its later ones.  slurmctld asks job_submit for the components
 -- of one job one after the other, within milliseconds.
-M.HET_WINDOW = 5
+M.HET_WINDOW = 2
 --- The most users whose heterogeneous jobs are remembered at once.
 M.HET_USERS = 4096
 
@@ -372,13 +374,18 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     local extra = { features = user, req_nodes = job_desc.req_nodes }
     if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
     local offset = job_rec.het_job_offset
-    if set(offset) and prev then
+    if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
       -- the whole heterogeneous job stays where it was placed
       extra.het = { offset = offset, site = prev.het or "?" }
     end
     local rc = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
     if rc == slurm.SUCCESS then
-      for _, k in ipairs({ "features", "req_switch", "wait4switch", "admin_comment" }) do
+      -- Slurm lets only root and SlurmUser change admin_comment, even from
+      -- job_submit: a change by the job's owner keeps the submission's
+      -- record (the new one is in slurmctld's log)
+      local keys = { "features", "req_switch", "wait4switch" }
+      if M.privileged(modify_uid) then keys[#keys + 1] = "admin_comment" end
+      for _, k in ipairs(keys) do
         if rawget(view, k) ~= nil then job_desc[k] = rawget(view, k) end
       end
       -- The new decision adds no constraint, yet the job has one: the one

@@ -136,7 +136,7 @@ beta[12])$'
 			[[ -n $(ls -A "$d") ]]
 			run -0 tb on head ls -A "$d"
 			assert_output ''
-			run -0 --separate-stderr on_head srun -N2 -w alpha1,beta2 sh -c '[ ! -d "$1" ] || ls -A "$1"' sh "$d"
+			run -0 --separate-stderr on_head srun -N2 -w alpha1,beta2 --site-affinity=span sh -c '[ ! -d "$1" ] || ls -A "$1"' sh "$d"
 			assert_output ''
 		done
 	else

@@ -366,7 +366,7 @@ TASK_ENV='printf "%s %s %s %s %s %s\n" "$(hostname)" "${XSITE_SITE-unset}" "${XS
 	for node in alpha1 beta1; do
 		node_mount "$node" "$conf" "$XT_STATE/etc/xsite.conf"
 	done
-	run -0 --separate-stderr on_head srun -N2 -w alpha1,beta1 sh -c "$TASK_ENV"
+	run -0 --separate-stderr on_head srun -N2 -w alpha1,beta1 --site-affinity=span sh -c "$TASK_ENV"
 	assert_line 'alpha1 alpha alpha:1,beta:1 1 150 400'
 	assert_line 'beta1 beta alpha:1,beta:1 1 150 400'
 }

@@ -298,16 +298,24 @@ jobs_total() {
 @test "a --constraint naming a site: that site, why=user-constraint" {
 	place -N2 --comm-profile=high --constraint=site_beta
 	assert_equal "$(sites_of "$JOB")" beta
-	assert_equal "$TOLD" "sbatch: xsite: pinned to site beta: your --constraint already selects site beta"
+	assert_equal "$TOLD" "sbatch: xsite: pinned to site beta: your --constraint already keeps the job at site beta"
 	assert_record "$JOB" action=site why=user-constraint sites=beta constraint=site_beta
 }
 
-@test "a --constraint with its own [...] group: xsite adds nothing and says so" {
+@test "a --constraint whose own [...] group keeps one site: xsite adds nothing and says so" {
 	place -N2 --comm-profile=medium '--constraint=[site_alpha|site_beta]'
 	run -0 sites_of "$JOB"
 	assert_output --regexp '^(alpha|beta)$'
 	assert_equal "$(field "$JOB" Features)" 'Features=[site_alpha|site_beta]'
-	[[ $TOLD == *"; your --constraint has its own [...] group: xsite added no site constraint" ]]
+	assert_equal "$TOLD" "sbatch: xsite: pinned to one site (alpha or beta): your --constraint already keeps the job at site alpha or beta"
+}
+
+@test "a --constraint with a [...] group of other features: split by site, the job at one site" {
+	place -N2 --comm-profile=medium '--constraint=[fast|site_beta]'
+	run -0 sites_of "$JOB"
+	assert_output --regexp '^(alpha|beta)$'
+	assert_equal "$(field "$JOB" Features)" \
+		'Features=[(fast&site_alpha)|(fast&site_beta)|(site_beta&site_alpha)|(site_beta&site_beta)]'
 }
 
 @test "a site or span against a --constraint naming the other site: rejected, no job" {
@@ -315,10 +323,10 @@ jobs_total() {
 	before=$(jobs_total)
 	run ! --separate-stderr on_head sbatch -N2 --site-affinity=alpha --constraint=site_beta --wrap true
 	assert_equal "$(head -n 1 <<<"$stderr")" \
-		"sbatch: error: xsite: job rejected: --site-affinity=alpha conflicts with --constraint naming feature site_beta of site beta"
+		"sbatch: error: xsite: job rejected: --site-affinity=alpha conflicts with --constraint 'site_beta', which allows no node of site alpha"
 	run ! --separate-stderr on_head sbatch -N2 --site-affinity=span --constraint=site_beta --wrap true
 	assert_equal "$(head -n 1 <<<"$stderr")" \
-		"sbatch: error: xsite: job rejected: --site-affinity=span conflicts with --constraint naming feature site_beta of site beta"
+		"sbatch: error: xsite: job rejected: --site-affinity=span conflicts with --constraint 'site_beta', which keeps the job at one site"
 	assert_equal "$(jobs_total)" "$before"
 }
 

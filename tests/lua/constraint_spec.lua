@@ -58,16 +58,26 @@ describe("xsite.constraint.analyse", function()
       ["a((b))"] = "character 2", ["(a&(b))"] = "nested parentheses", ["[a]&[b]"] = "more than one",
       ["(a&[b|c])"] = "inside parentheses", ["a&"] = "missing at the end", ["a b"] = "blank",
       ["[a"] = "unbalanced '['", ["(a"] = "unbalanced '('", ["a*0"] = "positive count",
-      ["[a|b]*2"] = "count after ']'", ["a\0b"] = "control", ["a]"] = "unexpected ']'",
+      ["[a|b]*2"] = "count after ']'", ["a\0b"] = "control", ["a]"] = "unbalanced '['",
+      -- naming a site: parsed in full
+      ["site_a]"] = "unexpected ']'", ["site_a&((b))"] = "nested parentheses", ["[site_a"] = "unbalanced '['",
     }
     for text, want in pairs(cases) do
       local a, err = constraint.analyse(text, cfg)
       assert.is_nil(a, text)
       assert.matches(want, err, 1, true)
     end
-    local a, err = constraint.analyse(string.rep("x&", 3000) .. "x", cfg)
+    local a, err = constraint.analyse(string.rep("x&", 600) .. "x", cfg)
     assert.is_nil(a)
-    assert.matches("longer than 4096 characters", err, 1, true)
+    assert.matches("longer than 1024 characters", err, 1, true)
+    -- a long one naming a site is refused before it is parsed
+    a, err = constraint.analyse(string.rep("x&", 100) .. "site_a", cfg)
+    assert.is_nil(a)
+    assert.matches("more than 64 features", err, 1, true)
+    -- one naming no site is read with searches only, whatever its length
+    a = constraint.analyse(string.rep("x&", 500) .. "x", cfg)
+    assert.are.equal("a,b", names(a.sites))
+    assert.is_false(a.top_or)
   end)
 
   it("takes no constraint as every site", function()

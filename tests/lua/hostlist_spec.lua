@@ -299,7 +299,7 @@ describe("xsite.hostlist without expanding", function()
   it("refuses what is too long or too complex to check", function()
     assert.is_nil(hostlist.sites(string.rep("a001,", 20000), cfg))
     local many = {}
-    for i = 1, 2000 do many[i] = "q" .. i .. "[1-2]z[1-2]" end
+    for i = 1, 500 do many[i] = "a" .. i .. "[1-2]z[1-2]" end
     local s, err = hostlist.sites(table.concat(many, ","), cfg)
     assert.is_nil(s)
     assert.matches("too complex", err)

@@ -182,11 +182,11 @@ describe("xsite.submit", function()
     submit.job_submit(j, s)
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = {} }
     local change = { min_nodes = 5 }
-    assert.are.equal(0, submit.job_modify(change, rec, s))
+    assert.are.equal(0, submit.job_modify(change, rec, s, 0))
     -- five nodes fit no site: the chatty job spans with a warning, the user's constraint kept
     assert.are.equal("ib", change.features)
     assert.matches("action=span why=oversize", change.admin_comment)
-    assert.are.equal(0, submit.job_modify({ time_limit = 5 }, rec, s))
+    assert.are.equal(0, submit.job_modify({ time_limit = 5 }, rec, s, 0))
   end)
 
   it("drops the constraint it added when a modification no longer pins the job", function()
@@ -197,14 +197,14 @@ describe("xsite.submit", function()
     assert.are.equal("[site_a|site_b]", j.features)
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = {} }
     local change = { min_nodes = 5 }
-    assert.are.equal(0, submit.job_modify(change, rec, s))
+    assert.are.equal(0, submit.job_modify(change, rec, s, 0))
     assert.matches("action=span why=oversize", change.admin_comment)
     -- job_submit/lua cannot clear a constraint: one every node meets replaces it
     assert.are.equal("site_a|site_b", change.features)
     -- a job xsite never constrained keeps its (absent) constraint
     local plain = { admin_comment = change.admin_comment, spank_job_env = {} }
     local change2 = { min_nodes = 6 }
-    assert.are.equal(0, submit.job_modify(change2, plain, s))
+    assert.are.equal(0, submit.job_modify(change2, plain, s, 0))
     assert.is_nil(change2.features)
   end)
 
@@ -219,12 +219,12 @@ describe("xsite.submit", function()
       time_limit = 600 }
     -- five nodes fit no site: no switch to wait for
     local change = { min_nodes = 5 }
-    assert.are.equal(0, submit.job_modify(change, rec, s))
+    assert.are.equal(0, submit.job_modify(change, rec, s, 0))
     assert.matches("action=span why=within mode=enforce n=5", change.admin_comment)
     assert.are.equal(0, change.req_switch)
     -- three still fit one site: the job still waits for one switch
     local again = { min_nodes = 3, time_limit = 600 }
-    assert.are.equal(0, submit.job_modify(again, rec, s))
+    assert.are.equal(0, submit.job_modify(again, rec, s, 0))
     assert.are.equal(1, again.req_switch)
   end)
   it("decides a node range or a task count on the most nodes the job can get", function()
@@ -292,7 +292,8 @@ describe("xsite.submit", function()
     local j = job(submitted)
     assert.are.equal(0, submit.job_submit(j, s))
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
-      min_nodes = j.min_nodes, max_nodes = j.max_nodes, job_state = submit.JOB_PENDING, user_id = 1001 }
+      min_nodes = j.min_nodes, max_nodes = j.max_nodes, job_state = submit.JOB_PENDING, user_id = 1001,
+      het_job_id = 0, het_job_offset = 0 }
     return submit.job_modify(change, rec, s, uid or 1001), change, s
   end
 
@@ -324,7 +325,11 @@ describe("xsite.submit", function()
     rc, c = modify({ min_nodes = 1 }, { min_nodes = 1, max_nodes = 3 })
     assert.are.equal(0, rc)
     assert.are.equal("[site_a|site_b]", c.features)
-    assert.matches(" n=3 ", c.admin_comment, 1, true)
+    -- the owner's change keeps the submission's record (Slurm lets only
+    -- root and SlurmUser change admin_comment); the log has the new one
+    assert.is_nil(c.admin_comment)
+    local _, _, s2 = modify({ min_nodes = 1 }, { min_nodes = 1, max_nodes = 3 })
+    assert.matches(" n=3 ", s2.info[#s2.info], 1, true)
     -- Partition= and ExcNodeList=: decided again, the pin kept
     for _, change in ipairs({ { partition = "other" }, { exc_nodes = "a1" } }) do
       rc, c = modify({ min_nodes = 2 }, change)

@@ -1,0 +1,259 @@
+#!/usr/bin/env bats
+# shellcheck shell=bash disable=SC2016,SC2154
+# (SC2016: the quoted $... run on the head; SC2154: bats sets $stderr)
+# Enforce mode against a hostile job owner, on the testbed: a real
+# unprivileged user tries every way around a pin (docs/security.md, "What
+# Mode=enforce promises"): counted and bracketed constraints, a site named
+# inside an OR, node ranges, --nodelist at both sites (link up and down),
+# scontrol update of a pending job, heterogeneous jobs, huge node lists and
+# a flood of distinct profiles.  Every test judges by where the job actually
+# ran (its NodeList, the nodes' site features) or by the refusal sbatch
+# printed, never by xsite's record.  The last test is a generator of random
+# submissions and updates mixing all of these.
+#
+# The file's configuration: the testbed's, with OversizeAction=reject and
+# MaxSlowdown=1.0, so that no job of this user may span whatever its shape;
+# then any job found at both sites is a pin lost.
+
+bats_require_minimum_version 1.5.0
+
+U=xsite-h1
+
+# as CMD...: CMD on the head as the hostile user, from the user's directory
+as() {
+	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- "$@")
+}
+
+# try OPTION...: sbatch as the user (a short job); sets JOB (empty when
+# refused) and TOLD (what sbatch printed on stderr)
+try() {
+	local err
+	err=$(mktemp)
+	JOB=$(as sbatch --parsable -t 1 -o /dev/null "$@" 2>"$err" | tail -n 1) || JOB=
+	TOLD=$(cat "$err")
+	rm -f "$err"
+	[[ $JOB =~ ^[0-9]+ ]] || JOB=
+	JOB=${JOB%%;*}
+}
+
+# ran_at ID: the sites the job (every component of a het job, every task of
+# an array) ran at, "alpha", "beta" or "alpha+beta"; waits until it has run
+ran_at() {
+	local i nodes='' state
+	for ((i = 0; i < 300; i++)); do
+		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null | sort -u | paste -sd,) || true
+		[[ -n $state && $state != *PENDING* && $state != *CONFIGURING* ]] && break
+		sleep 0.1
+	done
+	nodes=$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null | paste -sd,) || true
+	sites_of_nodes "$nodes"
+}
+
+# sites_of_nodes NODELIST...: the sites of the testbed's nodes named
+sites_of_nodes() {
+	local node out=()
+	[[ -n ${1//,/} ]] || return 0
+	for node in $(on_head scontrol show hostnames "$1"); do
+		case $node in
+		alpha*) out+=(alpha) ;;
+		beta*) out+=(beta) ;;
+		esac
+	done
+	printf '%s\n' "${out[@]}" | sort -u | paste -sd+
+}
+
+# one_site ID: the job ran, at one site
+one_site() {
+	local at
+	at=$(ran_at "$1")
+	[[ $at == alpha || $at == beta ]] || {
+		printf 'job %s ran at "%s" (%s)\n' "$1" "$at" "$(on_head squeue -h -t all -j "$1" -o '%i %T %N %r')" >&2
+		return 1
+	}
+}
+
+# refused FLAG: the last try was refused with one xsite line naming FLAG
+refused() {
+	[[ -z $JOB ]] || {
+		printf 'job %s was accepted: %s\n' "$JOB" "$TOLD" >&2
+		on_head scancel "$JOB" || true
+		return 1
+	}
+	grep -q -- "xsite: job rejected: .*$1" <<<"$TOLD" || {
+		printf 'refused without an xsite line naming %s: %s\n' "$1" "$TOLD" >&2
+		return 1
+	}
+}
+
+setup_file() {
+	load helpers
+	xt_init hostile
+	if ! id "$U" >/dev/null 2>&1; then
+		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$U"
+		printf '%s\n' "$U" >"$BATS_FILE_TMPDIR/users-made"
+	fi
+	export XT_CONFIG=$BATS_FILE_TMPDIR/hostile.conf
+	sed -E -e 's/^OversizeAction=.*/OversizeAction=reject/' -e 's/^MaxSlowdown=.*/MaxSlowdown=1.0/' \
+		"$XT_REPO/site-configs/testbed.conf" >"$XT_CONFIG"
+	grep -q '^OversizeAction=reject$' "$XT_CONFIG"
+	grep -q '^MaxSlowdown=1.0$' "$XT_CONFIG"
+	xt_up
+	mkdir -p "$XT_STATE/work/$U"
+	chown "$U:" "$XT_STATE/work/$U"
+	# features of the user's own choice: every node "ib", one node a site "big"
+	on_head scontrol update NodeName=alpha1 AvailableFeatures=site_alpha,ib,big ActiveFeatures=site_alpha,ib,big
+	on_head scontrol update NodeName=beta1 AvailableFeatures=site_beta,ib,big ActiveFeatures=site_beta,ib,big
+	on_head scontrol update NodeName=alpha2 AvailableFeatures=site_alpha,ib ActiveFeatures=site_alpha,ib
+	on_head scontrol update NodeName=beta2 AvailableFeatures=site_beta,ib ActiveFeatures=site_beta,ib
+	# a second partition over every node, for Partition= updates
+	on_head scontrol create PartitionName=other Nodes=ALL
+}
+
+teardown_file() {
+	load helpers
+	xt_init hostile
+	xt_down
+	if [[ -f $BATS_FILE_TMPDIR/users-made ]]; then
+		userdel "$(cat "$BATS_FILE_TMPDIR/users-made")" 2>/dev/null || true
+	fi
+}
+
+setup() {
+	load helpers
+	load_libs
+	xt_init hostile
+}
+
+teardown() {
+	on_head scancel -u "$U" 2>/dev/null || true
+	rm -f "$XT_STATE/run/link.state"
+}
+
+@test "1: a bracketed or counted constraint does not carry a pinned job across" {
+	try -N2 --constraint '[site_alpha*1&site_beta*1]' --wrap true
+	refused "--constraint '\[site_alpha\*1&site_beta\*1\]': it has a node count"
+	try -N2 --constraint '[big|ib]' --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	try -N2 --constraint '[(big&ib)|ib]&ib' --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	try -N2 --constraint 'ib*2' --wrap true
+	refused "--constraint 'ib\*2'"
+}
+
+@test "2: a site named inside an OR or with a count is no choice of site" {
+	try -N2 --constraint 'site_alpha|ib' --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	try -N2 --constraint 'site_alpha*1' --wrap true
+	refused "--constraint 'site_alpha\*1'"
+	# Slurm evaluates left to right: (site_beta|ib)&big is alpha1 or beta1
+	try -N2 --constraint 'site_beta|ib&big' --wrap true
+	if [[ -n $JOB ]]; then one_site "$JOB"; fi
+}
+
+@test "3: a node range is decided on its top and kept at one site" {
+	try -N1-4 --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	try -n4 --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	try -n4 --ntasks-per-node=1 --wrap true
+	refused "no single site has 4 nodes"
+}
+
+@test "4: scontrol update of a pending job cannot remove or sidestep the pin" {
+	local change
+	for change in 'Features=ib' 'Features=' 'NumNodes=1-4' 'Partition=other' 'ExcNodeList=alpha1' \
+		'Features=site_beta|ib' 'ReqNodeList=beta1'; do
+		try -H -N2 --wrap true
+		[[ -n $JOB ]]
+		as scontrol update JobId="$JOB" "$change"
+		as scontrol release "$JOB"
+		one_site "$JOB"
+	done
+	# updates that would make it span are refused, naming what
+	for change in 'Features=[site_alpha*1&site_beta*1]' 'ReqNodeList=alpha1,beta1'; do
+		try -H -N2 --wrap true
+		[[ -n $JOB ]]
+		run ! as scontrol update JobId="$JOB" "$change"
+		as scontrol release "$JOB"
+		one_site "$JOB"
+	done
+}
+
+@test "5: --nodelist at both sites is refused for a pinned job and while the link is down" {
+	try -N2 -w alpha1,beta1 --wrap true
+	refused "--nodelist names nodes at both sites (alpha and beta)"
+	try -N2 -w 'alpha[1],beta[1]' --comm-profile=low --wrap true
+	refused "--nodelist names nodes at both sites"
+	printf 'State=down\n' >"$XT_STATE/run/link.state"
+	sleep 6
+	try -N2 -w alpha1,beta1 --site-affinity=span --wrap true
+	refused "the link between the sites is down"
+	# a node at one site pins the rest of the job there
+	rm -f "$XT_STATE/run/link.state"
+	sleep 6
+	try -N2 -w beta1 --wrap true
+	[[ -n $JOB ]]
+	[[ $(ran_at "$JOB") == beta ]]
+}
+
+@test "6: the components of a heterogeneous job run at one site" {
+	try -N1 --wrap true : -N1
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	# (xsite refuses, for a moment, a het job of the same user for another site)
+	sleep 3
+	try -N1 --site-affinity=beta --wrap true : -N1
+	[[ -n $JOB ]]
+	[[ $(ran_at "$JOB") == beta ]]
+	try -N1 --site-affinity=beta --wrap true : -N1 --constraint=site_alpha
+	refused "--constraint 'site_alpha' allows no node of site beta"
+	try -N1 --site-affinity=alpha --wrap true : -N1
+	refused "another heterogeneous job of yours was placed at site beta a moment ago"
+	sleep 3
+	try -N1 --wrap true : -N1 --site-affinity=beta
+	refused "component 1 of a heterogeneous job must run at site alpha"
+	# the same through #SBATCH hetjob
+	printf '#!/bin/bash\n#SBATCH -N1\n#SBATCH hetjob\n#SBATCH -N1 -w beta1\ntrue\n' >"$XT_STATE/work/$U/het.sh"
+	try ./het.sh
+	refused "--nodelist names nodes at site beta: component 1"
+	# salloc's het allocation
+	run -1 as salloc -N1 : -N1 --constraint=site_beta true
+	assert_output --partial "xsite: job rejected:"
+}
+
+@test "9: a node list of a million names and a flood of profiles cost slurmctld nothing lasting" {
+	local pid before after i
+	# sbatch refuses such a list itself; scontrol update sends it as it is
+	try -H -N1 --wrap true
+	[[ -n $JOB ]]
+	run ! as scontrol update JobId="$JOB" 'ReqNodeList=x[000000-999999]'
+	[[ $(on_head squeue -h -j "$JOB" -o %n) == '' ]]
+	grep -q "job of uid $(id -u "$U"): xsite v=1 action=reject why=oversize mode=enforce n=1000000 " \
+		"$XT_STATE/log/slurmctld.log"
+	on_head scancel "$JOB"
+	pid=$(cat "$XT_STATE/run/slurmctld.pid")
+	before=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+	for ((i = 0; i < 100; i++)); do
+		try -H -N1-4 --comm-profile="op=1e$((9 + i % 5)),b=$((i + 1))GB,x=$((i * 7 + 1))MB,steps=$((i + 1))" --wrap true
+	done
+	on_head scancel -u "$U"
+	after=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+	printf '# slurmctld RSS %s kB before, %s kB after 100 distinct profiles\n' "$before" "$after" >&3
+	# bounded caches: far below what a list of a million names would take
+	((after - before < 20000))
+}
+
+@test "the generator: 200 random submissions and updates, none spans against a pin" {
+	local seed=${XSITE_HOSTILE_SEED:-$$}
+	local -a tb_cmd=("$XT_TB" --name "$XT_NAME" --state-dir "$XT_STATE" --config "$XT_CONFIG")
+	if ((XT_INSTALLED)); then tb_cmd+=(--installed); fi
+	printf '# seed %s (XSITE_HOSTILE_SEED=%s replays it)\n' "$seed" "$seed" >&3
+	run -0 --separate-stderr "$XT_REPO/tests/integration/hostile-gen" "$U" 200 "$seed" "$XT_STATE" "${tb_cmd[@]}"
+	printf '%s\n' "$output" "$stderr" | tap_note
+	assert_line '200 attempts, 0 spanned against a pin'
+}
