@@ -636,7 +636,7 @@ with_link_state() {
 
 @test "explain keeps a job whose --constraint names a site's feature at that site" {
   run -0 xsite --config "$TESTBED" explain --nodes 2 --constraint site_beta
-  assert_line --index 0 "xsite: pinned to site beta: your --constraint already selects site beta"
+  assert_line --index 0 "xsite: pinned to site beta: your --constraint already keeps the job at site beta"
 }
 
 @test "explain with --time-limit makes a job that may span wait for one site" {
