@@ -81,14 +81,14 @@ function M.node_count(job_desc, cfg)
   return 1
 end
 
---- The most nodes a job can get: max_nodes of a range (`-N1-8`), else, for
--- a task count without a node count, one node a task (or its tasks over
--- `--ntasks-per-node`), else its node count.  Never fewer than `node_count`.
+--- The most nodes a job can get: max_nodes (the top of `-N1-8`, or `-N`
+-- itself: sbatch sends `-N2` as 2-2), else, for a task count, one node a
+-- task (or its tasks over `--ntasks-per-node`): without max_nodes Slurm may
+-- spread the tasks whatever min_nodes says.  Never fewer than `node_count`.
 function M.most_nodes(job_desc, cfg)
   local n = M.node_count(job_desc, cfg)
   local most = job_desc.max_nodes
   if set(most) and most > 0 then return math.max(n, most) end
-  if set(job_desc.min_nodes) and job_desc.min_nodes > 0 then return n end
   local tasks = job_desc.num_tasks
   if set(tasks) and tasks > 0 then
     local per = job_desc.ntasks_per_node

@@ -129,6 +129,22 @@ teardown() {
 	rm -f "$XT_STATE/run/link.state"
 }
 
+# sites_printed: the sites of the host names on stdin
+sites_printed() {
+	sed -E 's/[0-9]+$//' | sort -u | paste -sd+
+}
+
+@test "srun and salloc outside an allocation are held to the pin as sbatch is" {
+	run -0 --separate-stderr as srun -N2 --constraint='site_alpha|ib' hostname
+	[[ $(wc -l <<<"$output") == 2 && $(sites_printed <<<"$output") != *+* ]]
+	run -0 --separate-stderr as srun -N1-4 hostname
+	[[ $(sites_printed <<<"$output") != *+* ]]
+	run -0 --separate-stderr as salloc -N1-4 srun hostname
+	[[ $(sites_printed <<<"$output") != *+* ]]
+	run ! --separate-stderr as srun -N2 -w alpha1,beta1 hostname
+	[[ $stderr == *"xsite: job rejected: --nodelist names nodes at both sites"* ]]
+}
+
 @test "1: a bracketed or counted constraint does not carry a pinned job across" {
 	try -N2 --constraint '[site_alpha*1&site_beta*1]' --wrap true
 	refused "--constraint '\[site_alpha\*1&site_beta\*1\]': it has a node count"
@@ -253,7 +269,8 @@ teardown() {
 	local -a tb_cmd=("$XT_TB" --name "$XT_NAME" --state-dir "$XT_STATE" --config "$XT_CONFIG")
 	if ((XT_INSTALLED)); then tb_cmd+=(--installed); fi
 	printf '# seed %s (XSITE_HOSTILE_SEED=%s replays it)\n' "$seed" "$seed" >&3
-	run -0 --separate-stderr "$XT_REPO/tests/integration/hostile-gen" "$U" 200 "$seed" "$XT_STATE" "${tb_cmd[@]}"
+	run --separate-stderr "$XT_REPO/tests/integration/hostile-gen" "$U" 200 "$seed" "$XT_STATE" "${tb_cmd[@]}"
 	printf '%s\n' "$output" "$stderr" | tap_note
+	assert_success
 	assert_line '200 attempts, 0 spanned against a pin'
 }
