@@ -297,9 +297,10 @@ function M.decide(req)
     return finish(action, why, text)
   end
 
-  -- Keep the job at one site of `candidates` that can hold it.
-  local function pin(why, text, candidates)
-    local sites = within(within(fitting, candidates or cfg.sites), ua.sites)
+  -- Keep the job at one site that can hold it (and that its constraint and
+  -- node list allow).
+  local function pin(why, text)
+    local sites = within(fitting, ua.sites)
     if #named == 1 then sites = within(sites, named) end
     if het then sites = { sites[1] } end
     if #sites == 0 then
