@@ -23,7 +23,7 @@ end
 
 function slurm_job_submit(job_desc, part_list, submit_uid) -- luacheck: ignore 212
   if not ok then return slurm.SUCCESS end
-  return xsite.job_submit(job_desc, slurm)
+  return xsite.job_submit(job_desc, slurm, submit_uid)
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) -- luacheck: ignore 212

@@ -66,11 +66,13 @@ where spanning stops paying and the largest node count within MaxSlowdown.
   --svg FILE             a chart of speed-up against nodes, one line per link
 ]],
   explain = [[
-Usage: xsite explain --nodes N [--site-affinity A] [--comm-profile P]
-                     [--constraint F] [--time-limit MINUTES] [--json]
+Usage: xsite explain --nodes N|MIN-MAX [--site-affinity A] [--comm-profile P]
+                     [--constraint F] [--nodelist HOSTLIST]
+                     [--time-limit MINUTES] [--json]
 
-What the placement policy would decide for a job of N nodes, and why, with
-the link state the policy would use (LinkStateFile, when present).
+What the placement policy would decide for a job of N nodes (a range is
+decided on MAX, as sbatch's), and why, with the link state the policy would
+use (LinkStateFile, when present).
 ]],
   replay = [[
 Usage: xsite replay [--since DATE] [--max-slowdown X] [--sacct-file FILE]
@@ -424,11 +426,21 @@ end
 
 function M.explain(args, io_, global)
   local opts, code = command_options("explain", args, { nodes = true, ["site-affinity"] = true, ["comm-profile"] = true,
-    constraint = true, ["time-limit"] = true, json = false }, io_)
+    constraint = true, nodelist = true, ["time-limit"] = true, json = false }, io_)
   if not opts then return code end
   if not opts.nodes then err(io_, "xsite explain: --nodes is required\n") return 2 end
-  local n, e = units.parse_integer(opts.nodes)
+  -- N, or a range MIN-MAX as sbatch takes it (decided on MAX)
+  local lo, hi = opts.nodes:match("^([^-]+)%-([^-]+)$")
+  local n, e = units.parse_integer(lo or opts.nodes)
   if not n then err(io_, "xsite explain: --nodes: %s\n", e) return 2 end
+  local most = n
+  if hi then
+    most, e = units.parse_integer(hi)
+    if not most or most < n then
+      err(io_, "xsite explain: --nodes: '%s': %s\n", opts.nodes, e or "the range runs backwards")
+      return 2
+    end
+  end
   local limit
   if opts["time-limit"] then
     limit, e = units.parse_integer(opts["time-limit"])
@@ -438,8 +450,8 @@ function M.explain(args, io_, global)
   local cfg = load_config(global.config, io_)
   if not cfg then return 1 end
   local state, measured = state_files(cfg, "explain", io_)
-  local d = policy.decide({ cfg = cfg, nodes = n, affinity = opts["site-affinity"],
-    profile = opts["comm-profile"], features = opts.constraint, time_limit = limit,
+  local d = policy.decide({ cfg = cfg, nodes = n, max_nodes = most, affinity = opts["site-affinity"],
+    profile = opts["comm-profile"], features = opts.constraint, req_nodes = opts.nodelist, time_limit = limit,
     topology = true, link_state = state, profile_state = measured })
   if opts.json then
     local p = d.prediction
@@ -549,7 +561,9 @@ end
 
 -- Run one ping-pong through srun; return its parsed result or nil, why.
 local function run_pingpong(a, b, pingpong, size, iters, timeout)
-  local cmd = string.format("srun -N2 -n2 -w %s --mpi=pmix %s -s %d -n %d -w %d -t %d 2>&1",
+  -- across the link on purpose: the policy lets root span even a link it
+  -- holds down (the environment twin of --site-affinity=span)
+  local cmd = string.format("XSITE_SITE_AFFINITY=span srun -N2 -n2 -w %s --mpi=pmix %s -s %d -n %d -w %d -t %d 2>&1",
     shell_quote(a .. "," .. b), shell_quote(pingpong), size, iters, math.ceil(iters / 10), timeout)
   local p = io.popen(cmd)
   if not p then return nil, "cannot run srun" end

@@ -165,7 +165,9 @@ M.quote = quote
 --   named, "a+b", as a record keeps them), `het` (a component of a
 --   heterogeneous job: `{ offset = k, site = NAME|"span"|nil }`, `site` being
 --   where its first component went), `time_limit` (seconds, optional),
---   `topology` (true when topology/tree is configured), `link_state`
+--   `topology` (true when topology/tree is configured), `override` (the
+--   uid of root or SlurmUser submitting: their `--site-affinity=span` holds
+--   even with the link down), `link_state`
 --   (optional: `{ state, bandwidth, latency }`), `profile_state` (optional:
 --   measured profiles, xsite.config.parse_profile_state)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
@@ -313,9 +315,17 @@ function M.decide(req)
       why, text)
   end
 
+  -- Root or SlurmUser asking to span: granted even with the link down
+  -- (`xsite calibrate` measures a link that is down), and said in the record.
+  local override_span = req.override ~= nil and affinity == "span"
+
   -- May the job span?  Link up, and asked for or within the model's limit.
   -- (A job no site can hold spans as OversizeAction says.)
   local function may_span()
+    if override_span then
+      d.override = req.override
+      return true
+    end
     if link_down then return false, WHY["link-down"] end
     if affinity == "span" then return true end
     if affinity == "auto" and ev.slowdown <= pol.max_slowdown then return true end
@@ -407,6 +417,8 @@ function M.decide(req)
       string.format(WHY["user-constraint"], site_names(ua.sites, " or ")))
   end
 
+  if most == 1 and not het then return finish("none", "one-node", WHY["one-node"]) end
+
   if affinity == "pin" then
     if #fitting == 0 and most > 1 then
       return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
@@ -415,7 +427,8 @@ function M.decide(req)
   end
 
   if affinity == "span" then
-    if link_down then
+    if override_span then d.override = req.override end
+    if link_down and not override_span then
       if #fitting == 0 then
         return finish("reject", "link-down", "--site-affinity=span: " .. WHY["link-down"])
       end
@@ -443,7 +456,6 @@ function M.decide(req)
   end
 
   -- auto
-  if most == 1 and not het then return finish("none", "one-node", WHY["one-node"]) end
   if het then
     if #fitting == 0 then
       return finish("reject", "oversize", string.format(WHY.oversize, n) .. "; " .. WHY["het-first"])

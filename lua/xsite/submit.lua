@@ -267,6 +267,7 @@ local function decide(job_desc, slurm, flags, extra)
     req_nodes = extra.req_nodes,
     nodelist_sites = extra.nodelist_sites,
     het = extra.het,
+    override = extra.override,
     time_limit = set(tl) and tl * 60 or nil,
     topology = state.topology,
     link_state = state_file(cfg, slurm, "link"),
@@ -297,8 +298,10 @@ end
 --- slurm_job_submit: decide and apply.  Never raises.
 -- @param job_desc Slurm's job description
 -- @param slurm Slurm's `slurm` table (log_user, log_info, log_error, SUCCESS, ERROR)
+-- @param submit_uid who submits (slurm_job_submit's third argument): root
+--   and SlurmUser may span with the link down
 -- @return a Slurm return code
-function M.job_submit(job_desc, slurm)
+function M.job_submit(job_desc, slurm, submit_uid)
   if not state.conf then M.setup(config.locate()) end
   local ok, rc = pcall(function()
     local offset = job_desc.het_job_offset
@@ -306,6 +309,7 @@ function M.job_submit(job_desc, slurm)
       features = job_desc.features,
       req_nodes = job_desc.req_nodes,
       het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
+      override = M.privileged(submit_uid) and submit_uid or nil,
     })
   end)
   if not ok then

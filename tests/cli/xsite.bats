@@ -639,6 +639,26 @@ with_link_state() {
   assert_line --index 0 "xsite: pinned to site beta: your --constraint already keeps the job at site beta"
 }
 
+@test "explain decides a node range on its largest count" {
+  run -0 xsite --config "$TESTBED" explain --nodes 1-4
+  assert_line --index 0 --regexp '^xsite: pinned to one site \(alpha or beta\): spanning would be'
+  assert_line --index 1 --regexp '^  nodes 4 \(split 2\+2\)'
+  run -2 xsite --config "$TESTBED" explain --nodes 4-1
+  assert_output "xsite explain: --nodes: '4-1': the range runs backwards"
+}
+
+@test "explain refuses nodes named at both sites for a job that may not span, naming --nodelist" {
+  run -1 xsite --config "$TESTBED" explain --nodes 2 --nodelist 'alpha1,beta[1]'
+  assert_line --index 0 --partial "xsite: job rejected: --nodelist names nodes at both sites (alpha and beta)"
+  run -0 xsite --config "$TESTBED" explain --nodes 2 --nodelist beta1
+  assert_line --index 0 --partial "xsite: pinned to site beta"
+}
+
+@test "explain refuses a constraint it cannot pin, naming --constraint" {
+  run -1 xsite --config "$TESTBED" explain --nodes 2 --constraint 'site_alpha*1'
+  assert_line --index 0 --partial "xsite: job rejected: --constraint 'site_alpha*1': it has a node count"
+}
+
 @test "explain with --time-limit makes a job that may span wait for one site" {
   need_json
   run -0 xsite --config "$TESTBED" explain --nodes 2 --comm-profile low --time-limit 600
