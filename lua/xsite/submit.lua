@@ -371,6 +371,13 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     }, { __index = function(_, k)
       local v = job_desc[k]
       if set(v) then return v end
+      if k == "max_nodes" then
+        -- the job record has no task count: the most nodes decided at
+        -- submission (the record's n) stays a floor
+        local most = job_rec.max_nodes
+        most = (set(most) and most or 0)
+        return math.max(most, prev and tonumber(prev.n) or 0)
+      end
       return job_rec[k]
     end })
     local user = job_desc.features

@@ -351,6 +351,15 @@ describe("xsite.submit", function()
     assert.is_false(submit.privileged(1001))
   end)
 
+  it("keeps deciding a task-count job on its tasks when its node list changes", function()
+    setup_conf(CONF)
+    -- -n6 (up to six nodes) submitted held, then the owner names one node:
+    -- the job record has no task count, the record's n stands for it
+    local rc, c = modify({ min_nodes = 1, num_tasks = 6, features = "[(big&site_b)|big]" }, { req_nodes = "b1" })
+    assert.are.equal(0, rc)
+    assert.are.equal("[(big&site_b)|big]&site_b", c.features)
+  end)
+
   it("does not move a running job", function()
     setup_conf(CONF)
     local s = fake_slurm()
