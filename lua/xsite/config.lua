@@ -140,6 +140,20 @@ local SCHEMA = {
     { "FailMode", "fail_mode", enum({ "open", "closed" }) },
     { "ReportDir", "report_dir", path },
     { "ProfileStateFile", "profile_state_file", path },
+    { "TrafficMaxSize", "traffic_max_size", function(text)
+      local v, err = units.parse(text, "bytes")
+      if v and v > 2 ^ 30 then return nil, string.format("'%s' is more than 1GiB", text) end
+      return v and math.floor(v), err
+    end },
+    -- slurmdbd.conf's Purge*After style: 30days, 12hours, 6months; 0 keeps all
+    { "ReportRetention", "report_retention", function(text)
+      local n, unit = text:match("^(%d+)(%a*)$")
+      local f = ({ hour = 3600, hours = 3600, day = 86400, days = 86400, month = 2592000,
+        months = 2592000 })[unit:lower()]
+      if n and (f or tonumber(n) == 0) then return tonumber(n) * (f or 0) end
+      return nil, string.format("'%s' is not a time to keep records (e.g. 30days, 12hours, 6months; 0 for ever)",
+        text)
+    end },
   },
 }
 
@@ -151,6 +165,8 @@ M.DEFAULTS = {
   default_affinity = "auto",
   fail_mode = "open",
   report_dir = "/var/spool/xsite",
+  traffic_max_size = 1048576,
+  report_retention = 30 * 86400,
 }
 
 local KEYS = {}  -- kind -> lower-case key -> schema entry

@@ -91,6 +91,15 @@ end
 
 -- Decoding: a strict recursive-descent reader of RFC 8259 JSON.  Never
 -- raises on bad input: `decode` returns nil and a message with the offset.
+-- Its work is bounded: by the length of the text (every byte is looked at a
+-- bounded number of times) and by the limits below, which a caller reading
+-- someone else's text (root reading a user's file) sets tighter.
+
+--- Default limits of `decode` (each can be given in its `opts`).
+-- `max_depth`: arrays and objects inside each other; `max_items`: elements
+-- of one array or members of one object; `max_string`: bytes of one string
+-- or key once decoded; `max_values`: values in the whole text.
+M.LIMITS = { max_depth = 200, max_items = math.huge, max_string = math.huge, max_values = math.huge }
 
 local ESCAPES = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
 
@@ -104,6 +113,10 @@ local function utf8_char(cp)
     0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
+-- The limits of the decode in progress (decode is not re-entrant: it never
+-- yields or calls out).
+local lim_depth, lim_items, lim_string, lim_values, nvalues
+
 local decode_value
 
 local function skip(s, i)
@@ -114,12 +127,21 @@ local function fail(i, msg)
   error({ json = string.format("offset %d: %s", i, msg) }, 0)
 end
 
+-- A character of the text for a message: itself when printable ASCII.
+local function shown(c)
+  if c == "" then return "end of text" end
+  local b = c:byte()
+  if b >= 32 and b < 127 then return "'" .. c .. "'" end
+  return string.format("byte 0x%02x", b)
+end
+
 local function decode_string(s, i)
-  local out, j = {}, i + 1
+  local out, j, len = {}, i + 1, 0
   while true do
     local c = s:sub(j, j)
     if c == "" then fail(i, "unterminated string") end
     if c == '"' then return table.concat(out), j + 1 end
+    local piece
     if c == "\\" then
       local e = s:sub(j + 1, j + 1)
       if e == "u" then
@@ -135,9 +157,9 @@ local function decode_string(s, i)
           cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00)
           j = j + 6
         end
-        out[#out + 1] = utf8_char(cp)
+        piece = utf8_char(cp)
       elseif ESCAPES[e] then
-        out[#out + 1] = ESCAPES[e]
+        piece = ESCAPES[e]
         j = j + 2
       else
         fail(j, "bad escape")
@@ -146,22 +168,51 @@ local function decode_string(s, i)
       fail(j, "control character in string")
     else
       local k = s:find('["\\\1-\31]', j) or #s + 1
-      out[#out + 1] = s:sub(j, k - 1)
+      piece = s:sub(j, k - 1)
       j = k
     end
+    len = len + #piece
+    if len > lim_string then fail(i, string.format("string longer than %d bytes", lim_string)) end
+    out[#out + 1] = piece
   end
 end
 
+-- RFC 8259 numbers: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)?
+local function decode_number(s, i)
+  local int = s:match("^-?%d+", i)
+  if not int then return nil end
+  if int:find("^-?0%d") then fail(i, "leading zero") end
+  local j = i + #int
+  if s:byte(j) == 46 then  -- '.'
+    local frac = s:match("^%.%d+", j)
+    if not frac then fail(j, "a digit must follow '.'") end
+    j = j + #frac
+  end
+  local e = s:byte(j)
+  if e == 101 or e == 69 then  -- 'e', 'E'
+    local exp = s:match("^[eE][-+]?%d+", j)
+    if not exp then fail(j, "a digit must follow the exponent") end
+    j = j + #exp
+  end
+  return tonumber(s:sub(i, j - 1)), j
+end
+
 function decode_value(s, i, depth)
-  if depth > 200 then fail(i, "nested too deep") end
   i = skip(s, i)
+  nvalues = nvalues + 1
+  if nvalues > lim_values then fail(i, string.format("more than %d values", lim_values)) end
   local c = s:sub(i, i)
+  if c == "{" or c == "[" then
+    if depth >= lim_depth then fail(i, string.format("nested too deep (more than %d levels)", lim_depth)) end
+  end
   if c == "{" then
-    local obj = {}
+    local obj, n = {}, 0
     i = skip(s, i + 1)
     if s:sub(i, i) == "}" then return obj, i + 1 end
     while true do
       if s:sub(i, i) ~= '"' then fail(i, "expected a string key") end
+      n = n + 1
+      if n > lim_items then fail(i, string.format("an object of more than %d members", lim_items)) end
       local k
       k, i = decode_string(s, i)
       i = skip(s, i)
@@ -174,12 +225,22 @@ function decode_value(s, i, depth)
       i = skip(s, i + 1)
     end
   elseif c == "[" then
-    local arr = M.array({})
+    local arr, n = M.array({}), 0
     i = skip(s, i + 1)
     if s:sub(i, i) == "]" then return arr, i + 1 end
     while true do
-      arr[#arr + 1], i = decode_value(s, i, depth + 1)
-      i = skip(s, i)
+      n = n + 1
+      if n > lim_items then fail(i, string.format("an array of more than %d elements", lim_items)) end
+      -- the common case first: a plain integer right before ',' or ']'
+      local int, j = s:match("^(-?%d+)()[,%]]", i)
+      if int and not int:find("^-?0%d") then
+        nvalues = nvalues + 1
+        if nvalues > lim_values then fail(i, string.format("more than %d values", lim_values)) end
+        arr[n], i = tonumber(int), j
+      else
+        arr[n], i = decode_value(s, i, depth + 1)
+        i = skip(s, i)
+      end
       local d = s:sub(i, i)
       if d == "]" then return arr, i + 1 end
       if d ~= "," then fail(i, "expected ',' or ']'") end
@@ -194,26 +255,23 @@ function decode_value(s, i, depth)
   elseif s:find("^null", i) then
     return M.null, i + 4
   end
-  -- RFC 8259 numbers: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)?
-  local int = s:match("^-?0", i) or s:match("^-?[1-9]%d*", i)
-  if int and not s:find("^%d", i + #int) then
-    local j = i + #int
-    local frac = s:match("^%.%d+", j)
-    if s:sub(j, j) == "." and not frac then fail(j, "a digit must follow '.'") end
-    j = j + (frac and #frac or 0)
-    local exp = s:match("^[eE][-+]?%d+", j)
-    if s:find("^[eE]", j) and not exp then fail(j, "a digit must follow the exponent") end
-    j = j + (exp and #exp or 0)
-    return tonumber(s:sub(i, j - 1)), j
-  end
-  if int then fail(i, "leading zero") end
-  fail(i, "unexpected " .. (c == "" and "end of text" or "'" .. c .. "'"))
+  local v, j = decode_number(s, i)
+  if v ~= nil then return v, j end
+  fail(i, "unexpected " .. shown(c))
 end
 
---- Decode JSON text.  `null` becomes `M.null`.
+--- Decode JSON text.  `null` becomes `M.null`; arrays are marked (`M.is_array`).
+-- @param text the text
+-- @param opts optional limits (see `M.LIMITS`); past one, the text is refused
 -- @return the value, or nil and a message with the offset of the error
-function M.decode(text)
+function M.decode(text, opts)
   if type(text) ~= "string" then return nil, "no text" end
+  opts = opts or M.LIMITS
+  lim_depth = opts.max_depth or M.LIMITS.max_depth
+  lim_items = opts.max_items or M.LIMITS.max_items
+  lim_string = opts.max_string or M.LIMITS.max_string
+  lim_values = opts.max_values or M.LIMITS.max_values
+  nvalues = 0
   local ok, v, i = pcall(decode_value, text, 1, 0)
   if not ok then
     if type(v) == "table" and v.json then return nil, v.json end
@@ -222,6 +280,11 @@ function M.decode(text)
   i = skip(text, i)
   if i <= #text then return nil, string.format("offset %d: text after the value", i) end
   return v
+end
+
+--- Whether a table is an array: decoded from a JSON array, or marked by `M.array`.
+function M.is_array(t)
+  return type(t) == "table" and ARRAY[t] == true
 end
 
 return M

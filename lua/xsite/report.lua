@@ -32,7 +32,16 @@
 --                             "sites": { "alpha": [0, 1, 2, 3], … },
 --                             "matrix": [[…], …] | null } | null,
 --                    "notes": [ … ] } ],
+--       "steps_dropped": 0,                    -- steps past MAX_STEPS, not kept
 --       "notes": [ … ] }
+--
+-- Root builds the record from text the job's owner wrote (the traffic
+-- record, in a directory of theirs): that text is read only up to
+-- TrafficMaxSize (xsite.conf, default 1 MiB), decoded under tight limits
+-- (`M.TRAFFIC_JSON`), checked field by field against libxsite's schema and
+-- the configured sites, and every string of it that reaches a log, a note or
+-- a terminal goes through `M.printable`.  The record itself stays bounded:
+-- at most `M.MAX_STEPS` steps and `M.MAX_DETAIL` numbers of per-rank detail.
 -- @module xsite.report
 
 local json = require("xsite.json")
@@ -49,9 +58,97 @@ M.VERSION = 1
 --- The name of the record in a job's directory of ReportDir.
 M.FILE = "report.json"
 
+--- Default of TrafficMaxSize: the largest traffic record root reads (bytes).
+M.TRAFFIC_MAX_SIZE = 1048576
+--- How root decodes a traffic record (xsite.json.decode limits): libxsite's
+-- record nests 3 deep, its strings are site and host names, and a matrix of
+-- 1024 ranks (XSITE_MATRIX_MAX) with its per-rank entries stays within
+-- max_values.
+M.TRAFFIC_JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152 }
+--- The most ranks a traffic record may claim (MPI counts ranks in an int).
+M.MAX_RANKS = 2147483647
+--- How a record is decoded (root's own file, but made of users' data).
+M.RECORD_JSON = { max_depth = 16, max_string = 65536 }
+--- The most steps one record keeps (later steps are counted in steps_dropped).
+M.MAX_STEPS = 1000
+--- The most numbers of per-rank detail (traffic matrices and the sites' rank
+-- lists) one record keeps; a step past it keeps its totals only.
+M.MAX_DETAIL = 1048576
+--- The longest text of a user's taken into a note or a log line.
+M.NOTE_MAX = 120
+
 local function is_num(v) return type(v) == "number" and v == v and v >= 0 and v < math.huge end
+-- A whole number from 0 to max (default 2^64, a libxsite counter).
+local function is_count(v, max)
+  return type(v) == "number" and v >= 0 and v <= (max or 2 ^ 64) and v == math.floor(v)
+end
 -- A field that is there: neither absent nor JSON null.
 local function present(v) return v ~= nil and v ~= json.null end
+
+-- The length of the well-formed UTF-8 character at byte j of s that is not a
+-- control character (C1, U+0080-U+009F), else nil.
+local function utf8_len(s, j)
+  local b, c = s:byte(j), s:byte(j + 1) or 0
+  local len = (b >= 0xC2 and b <= 0xDF and 2) or (b >= 0xE0 and b <= 0xEF and 3) or (b >= 0xF0 and b <= 0xF4 and 4)
+  if not len or (b == 0xC2 and c < 0xA0) or (b == 0xE0 and c < 0xA0) or (b == 0xED and c >= 0xA0)
+    or (b == 0xF0 and c < 0x90) or (b == 0xF4 and c >= 0x90) then
+    return nil
+  end
+  for k = j + 1, j + len - 1 do
+    local x = s:byte(k)
+    if not x or x < 0x80 or x > 0xBF then return nil end
+  end
+  return len
+end
+
+--- Any value as text that is safe in a log line, a terminal or an SVG: no
+-- control characters (C0, DEL and C1), no byte that is not well-formed UTF-8
+-- (each such byte as \xHH, a backslash as \\), at most max bytes of the
+-- value (default M.NOTE_MAX) and "..." when cut.
+function M.printable(v, max)
+  max = max or M.NOTE_MAX
+  local s
+  if type(v) == "string" then
+    s = v
+  elseif type(v) == "number" then
+    s = v == math.floor(v) and math.abs(v) < 2 ^ 63 and string.format("%.0f", v) or string.format("%.17g", v)
+  elseif v == nil or v == json.null then
+    s = "null"
+  elseif type(v) == "boolean" then
+    s = tostring(v)
+  elseif type(v) == "table" then
+    s = json.is_array(v) and "(an array)" or "(an object)"
+  else
+    s = "(" .. type(v) .. ")"
+  end
+  local cut = #s > max
+  if cut then s = s:sub(1, max) end
+  if not s:find("[%c\\\128-\255]") then return s .. (cut and "..." or "") end
+  local out, i = {}, 1
+  while i <= #s do
+    local j = s:find("[%c\\\128-\255]", i)
+    if not j then
+      out[#out + 1] = s:sub(i)
+      break
+    end
+    out[#out + 1] = s:sub(i, j - 1)
+    local len = s:byte(j) >= 0x80 and utf8_len(s, j)
+    if len then
+      out[#out + 1] = s:sub(j, j + len - 1)
+      i = j + len
+    else
+      out[#out + 1] = s:byte(j) == 92 and "\\\\" or string.format("\\x%02x", s:byte(j))
+      i = j + 1
+    end
+  end
+  return table.concat(out) .. (cut and "..." or "")
+end
+local printable = M.printable
+
+-- A count for people: a whole number, whatever Lua holds it as.
+local function whole(v)
+  return type(v) == "number" and v == v and math.abs(v) < math.huge and string.format("%.0f", v) or "?"
+end
 
 -- Nodes of a host list per site of the configuration.
 -- @return { total, split = { nA, nB }, outside }, or nil and a message
@@ -134,28 +231,61 @@ local function check(cond, field, msg)
   if not cond then error({ report = field .. ": " .. msg }, 0) end
 end
 
--- The MPI part of a step from libxsite's traffic record (its version 1).
-local function mpi_from_traffic(t, job)
-  check(type(t) == "table", "traffic record", "not a JSON object")
-  check(t.version == 1, "traffic record: version", "not 1 (" .. tostring(t.version) .. ")")
-  check(tostring(t.job) == tostring(job), "traffic record: job",
-    string.format("%s, not this job (%s)", tostring(t.job), tostring(job)))
+-- The MPI part of a step from libxsite's traffic record (its version 1),
+-- checked field by field: what root takes from a file of the user's.
+-- @param t the decoded record
+-- @param rec the job's record (its job id and configured sites)
+local function mpi_from_traffic(t, rec)
+  check(type(t) == "table" and not json.is_array(t), "traffic record", "not a JSON object")
+  check(t.version == 1, "traffic record: version", "not 1 (" .. printable(t.version, 32) .. ")")
+  local job = t.job
+  check((type(job) == "string" and job == rec.job) or (is_count(job) and whole(job) == rec.job),
+    "traffic record: job", string.format("%s, not this job (%s)", printable(job, 32), rec.job))
+  check(is_count(t.ranks, M.MAX_RANKS) and t.ranks >= 1, "traffic record: ranks", "not a count of ranks")
+  local ranks = t.ranks
   local c = t.cross
-  check(type(c) == "table", "traffic record: cross", "missing")
+  check(type(c) == "table" and not json.is_array(c), "traffic record: cross", "missing")
   for _, k in ipairs({ "bytes", "messages", "p2p_bytes", "p2p_messages", "coll_bytes", "coll_messages" }) do
-    check(is_num(c[k]), "traffic record: cross." .. k, "not a count")
+    check(is_count(c[k]), "traffic record: cross." .. k, "not a count")
   end
-  check(is_num(t.ranks) and t.ranks >= 1, "traffic record: ranks", "not a count")
-  local m = { ranks = t.ranks, cross_bytes = c.bytes, cross_messages = c.messages,
+  for _, k in ipairs({ "bytes", "messages" }) do
+    local sum = c["p2p_" .. k] + c["coll_" .. k]
+    check(math.abs(c[k] - sum) <= 1e-9 * sum, "traffic record: cross." .. k,
+      "not the sum of p2p_" .. k .. " and coll_" .. k)
+  end
+  local m = { ranks = ranks, cross_bytes = c.bytes, cross_messages = c.messages,
     p2p_bytes = c.p2p_bytes, p2p_messages = c.p2p_messages, coll_bytes = c.coll_bytes,
-    coll_messages = c.coll_messages, sites = type(t.sites) == "table" and t.sites or json.null,
-    matrix = json.null }
-  if present(t.matrix) then
-    check(#t.matrix == t.ranks, "traffic record: matrix", "not ranks x ranks")
-    for i, row in ipairs(t.matrix) do
-      check(type(row) == "table" and #row == t.ranks, "traffic record: matrix row " .. i, "not ranks long")
+    coll_messages = c.coll_messages, sites = json.null, matrix = json.null }
+  if present(t.sites) then
+    check(type(t.sites) == "table" and not json.is_array(t.sites), "traffic record: sites", "not an object")
+    local known, seen, n = {}, {}, 0
+    for _, name in ipairs(rec.sites) do known[name] = true end
+    for name, list in pairs(t.sites) do
+      check(known[name], "traffic record: sites", string.format("'%s' is not a site of the configuration (%s)",
+        printable(name, 64), table.concat(rec.sites, ", ")))
+      check(json.is_array(list), "traffic record: sites." .. name, "not a list of ranks")
+      for _, r in ipairs(list) do
+        check(is_count(r, ranks - 1) and not seen[r], "traffic record: sites." .. name,
+          "not distinct ranks from 0 to ranks - 1")
+        seen[r] = true
+        n = n + 1
+      end
     end
-    m.matrix = t.matrix
+    m.sites = t.sites
+    m.detail = n
+  end
+  if present(t.matrix) then
+    local mx = t.matrix
+    check(json.is_array(mx) and #mx == ranks, "traffic record: matrix", "not ranks x ranks")
+    for i = 1, ranks do
+      local row = mx[i]
+      check(json.is_array(row) and #row == ranks, "traffic record: matrix row " .. i, "not ranks long")
+      for j = 1, ranks do
+        check(is_count(row[j]), "traffic record: matrix row " .. i, "not byte counts")
+      end
+    end
+    m.matrix = mx
+    m.detail = (m.detail or 0) + ranks * ranks
   end
   return m
 end
@@ -194,11 +324,22 @@ end
 -- @param source its name, for messages
 -- @return the record, or nil and "SOURCE: message"
 function M.decode(text, source)
-  local rec, err = json.decode(text)
+  local rec, err = json.decode(text, M.RECORD_JSON)
   if rec == nil then return nil, string.format("%s: not JSON (%s)", source, err) end
   local ok, verr = M.validate(rec)
   if not ok then return nil, string.format("%s: %s", source, verr) end
   return rec
+end
+
+-- The numbers of per-rank detail a step's MPI part holds.
+local function detail_of(mpi)
+  if not present(mpi) then return 0 end
+  local n = 0
+  if type(mpi.sites) == "table" then
+    for _, list in pairs(mpi.sites) do n = n + (type(list) == "table" and #list or 0) end
+  end
+  if type(mpi.matrix) == "table" then n = n + #mpi.matrix * #mpi.matrix end
+  return n
 end
 
 --- The job's record with a step that has ended.
@@ -207,33 +348,62 @@ end
 -- @param traffic libxsite's traffic record (text), or nil
 -- @param traffic_note why there is no traffic record, or nil
 -- @param existing the job's record so far (text), or nil
+-- @param opts optional: `max_traffic` (TrafficMaxSize, bytes; default
+--   M.TRAFFIC_MAX_SIZE): a longer traffic record is not read
 -- @return the job's record (a table), and an array of things to log
-function M.step_end(start, finish, traffic, traffic_note, existing)
+function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   local log = {}
+  local max_traffic = opts and opts.max_traffic or M.TRAFFIC_MAX_SIZE
   local rec = assert(M.decode(start, "step record"))
   local step = rec.steps[1]
   step.finish = finish
   step.elapsed = math.max(0, finish - (step.start or finish))
+  local function ignored(why)
+    step.notes[#step.notes + 1] = "MPI traffic record ignored: " .. why
+    log[#log + 1] = string.format("job %s step %s: MPI traffic record ignored: %s", rec.job, step.step, why)
+  end
   if traffic and traffic ~= "" then
-    local t, err = json.decode(traffic)
-    local ok, m = false, nil
-    if t ~= nil then ok, m = pcall(mpi_from_traffic, t, rec.job) end
-    if ok then
-      step.mpi = m
+    if #traffic > max_traffic then
+      ignored(string.format("%d bytes, over TrafficMaxSize (%d bytes); not read", #traffic, max_traffic))
     else
-      local why = t == nil and "not JSON (" .. err .. ")" or (type(m) == "table" and m.report or tostring(m))
-      step.notes[#step.notes + 1] = "MPI traffic record ignored: " .. why
-      log[#log + 1] = string.format("job %s step %s: MPI traffic record ignored: %s", rec.job, step.step, why)
+      local t, err = json.decode(traffic, M.TRAFFIC_JSON)
+      local ok, m = false, nil
+      if t ~= nil then ok, m = pcall(mpi_from_traffic, t, rec) end
+      if ok then
+        step.mpi = m
+      else
+        ignored(t == nil and "not JSON (" .. err .. ")" or (type(m) == "table" and m.report or
+          printable(tostring(m))))
+      end
     end
   elseif traffic_note then
     step.notes[#step.notes + 1] = traffic_note
   end
+  local detail = present(step.mpi) and step.mpi.detail or 0
+  if present(step.mpi) then step.mpi.detail = nil end
+  local out = rec
   if existing and existing ~= "" then
     local old, err = M.decode(existing, M.FILE)
     if old and old.job == rec.job then
-      local kept = json.array({})
+      local kept, held, replaced = json.array({}), 0, false
       for _, s in ipairs(old.steps) do
-        if s.step ~= step.step then kept[#kept + 1] = s end
+        if s.step ~= step.step then
+          kept[#kept + 1] = s
+          held = held + detail_of(s.mpi)
+        else
+          replaced = true
+        end
+      end
+      if #kept >= M.MAX_STEPS and not replaced then
+        old.steps_dropped = (tonumber(old.steps_dropped) or 0) + 1
+        log[#log + 1] = string.format("job %s step %s: not recorded: the record holds %d steps already",
+          rec.job, step.step, M.MAX_STEPS)
+        return old, log
+      end
+      if detail > 0 and held + detail > M.MAX_DETAIL then
+        step.mpi.sites, step.mpi.matrix = json.null, json.null
+        step.notes[#step.notes + 1] = string.format("per-rank detail (sites, matrix) not kept: the record"
+          .. " holds %d numbers of it already (at most %d)", held, M.MAX_DETAIL)
       end
       kept[#kept + 1] = step
       old.steps = kept
@@ -243,7 +413,12 @@ function M.step_end(start, finish, traffic, traffic_note, existing)
     rec.notes[#rec.notes + 1] = "the previous record was unreadable and is replaced: " .. why
     log[#log + 1] = string.format("job %s: the previous record was unreadable and is replaced: %s", rec.job, why)
   end
-  return rec, log
+  if detail > M.MAX_DETAIL then
+    step.mpi.sites, step.mpi.matrix = json.null, json.null
+    step.notes[#step.notes + 1] = string.format("per-rank detail (sites, matrix) not kept: more than %d numbers",
+      M.MAX_DETAIL)
+  end
+  return out, log
 end
 
 --- What a record says once its steps are summed up.
@@ -295,9 +470,25 @@ M.SACCT_FIELDS = { "JobID", "User", "State", "Elapsed", "AdminComment" }
 
 --- What accounting says of a job: sacct's parsable line (M.SACCT_FIELDS,
 -- tab-separated, -X), or `scontrol show job -o` when there is no accounting.
+--
+-- scontrol's one line is `Key=Value` words in a fixed order whose values may
+-- hold blanks, and several of them are the user's to choose (JobName,
+-- Command, WorkDir, Comment, StdOut, ...): a job named
+-- "x JobState=COMPLETED AdminComment=xsite v=1 action=span" puts those words
+-- in the line too.  So a key is only believed when it occurs exactly once
+-- (UserId, JobState, RunTime and WorkDir are always printed: a second one is
+-- the user's), in scontrol's order; AdminComment, printed after WorkDir and
+-- only when set, is looked for after that WorkDir only and must occur there
+-- at most once.  A line that breaks a rule gives no value for that key, and
+-- a `note` says why.  What remains: for a job without an AdminComment, a
+-- WorkDir, Comment or StdOut holding " AdminComment=xsite ..." cannot be
+-- told from a real one (cli.lua asks sacct first, whose line is unambiguous).
+-- sacct's line has no such problem: the fields are tab-separated, the user's
+-- own fields are not asked for, and AdminComment comes last.
 -- @param text the command's output
 -- @param kind "sacct" or "scontrol"
--- @return { user, state, elapsed, record (parsed AdminComment or nil) }, or nil
+-- @return { user, state, elapsed, record (parsed AdminComment or nil), note
+--   (why a value was not believed, or nil) }, or nil
 function M.parse_accounting(text, kind)
   if kind == "sacct" then
     local line = (text or ""):match("[^\n]+")
@@ -309,11 +500,58 @@ function M.parse_accounting(text, kind)
     return { user = f[2], state = f[3], elapsed = replay.seconds(f[4]),
       record = (policy.parse_record(comment)) }
   end
-  local state = (text or ""):match("JobState=(%S+)")
-  if not state then return nil end
-  return { user = text:match("UserId=([^%(%s]+)"), state = state,
-    elapsed = replay.seconds(text:match("RunTime=(%S+)")),
-    record = (policy.parse_record(text:match("AdminComment=(.-) %u%a+=") or text:match("AdminComment=(.*)"))) }
+  local line
+  for l in (text or ""):gmatch("[^\n]+") do
+    if l:find("^JobId=%d") then line = l break end
+  end
+  if not line then return nil end
+  -- where "Key=" starts a word of the line
+  local function at(key)
+    local out, init = {}, 1
+    while true do
+      local s = line:find(key .. "=", init, true)
+      if not s then return out end
+      if s == 1 or line:sub(s - 1, s - 1) == " " then out[#out + 1] = s end
+      init = s + 1
+    end
+  end
+  local pos, bad = {}, {}
+  for _, key in ipairs({ "UserId", "JobState", "RunTime", "WorkDir" }) do
+    local p = at(key)
+    if #p == 1 then pos[key] = p[1] else bad[#bad + 1] = key end
+  end
+  local order = { "UserId", "JobState", "RunTime", "WorkDir" }
+  for i = 2, #order do
+    local a, b = pos[order[i - 1]], pos[order[i]]
+    if a and b and a > b then
+      return { note = "scontrol's line is not in scontrol's order: nothing in it is believed" }
+    end
+  end
+  local function value(key, pattern)
+    local p = pos[key]
+    return p and line:match(pattern, p + #key + 1) or nil
+  end
+  local out = { user = value("UserId", "^([^%(%s]+)"), state = value("JobState", "^(%S+)"),
+    elapsed = replay.seconds(value("RunTime", "^(%S+)")) }
+  -- AdminComment: only after the one WorkDir (one before it is in a field
+  -- of the user's, such as JobName or Command)
+  local ac = {}
+  for _, p in ipairs(at("AdminComment")) do
+    if pos.WorkDir and p > pos.WorkDir then ac[#ac + 1] = p end
+  end
+  if #ac > 1 then
+    bad[#bad + 1] = "AdminComment"
+  elseif #ac == 1 then
+    -- scontrol ends the value with a blank, then starts the next key with one
+    local v = line:match("^(.-)  ", ac[1] + #"AdminComment=") or line:sub(ac[1] + #"AdminComment=")
+    out.record = (policy.parse_record(v))
+  end
+  if #bad > 0 then
+    out.note = string.format("scontrol's line holds %s more than once or out of place (a field the job's"
+      .. " owner sets, such as JobName, repeats it): not believed", table.concat(bad, ", "))
+  end
+  if not out.state and not out.user then return out.note and out or nil end
+  return out
 end
 
 local function pct(x) return string.format("%.0f %%", x * 100) end
@@ -331,9 +569,9 @@ end
 -- @param a from `assess`
 -- @param max_slowdown the policy's MaxSlowdown
 function M.verdict(rec, a, max_slowdown)
-  local label = present(rec.profile) and rec.profile.label or nil
+  local label = present(rec.profile) and printable(rec.profile.label, 64) or nil
   if not rec.spanning then
-    local where = rec.nodes.split[1] > 0 and rec.sites[1] or rec.sites[2]
+    local where = printable(rec.nodes.split[1] > 0 and rec.sites[1] or rec.sites[2], 64)
     if a.mpi_steps > 0 and a.cross_bytes == 0 then
       return string.format("ran at %s only: nothing crossed the link", where)
     end
@@ -373,32 +611,42 @@ local function seconds(v)
   return string.format("%.1f us", v * 1e6)
 end
 
---- The report as text lines.
+--- The report as text lines.  Every string from the record or from
+-- accounting goes through `M.printable`: the record holds what the job's
+-- owner chose (a profile, a traffic record's names), and a record handed to
+-- `xsite report --report-dir` may be anyone's.
 -- @param rec a record
 -- @param acct as for `assess`, may be nil
 -- @param max_slowdown the policy's MaxSlowdown
 -- @return the text
 function M.text(rec, acct, max_slowdown)
   local a = M.assess(rec, acct)
+  local P = printable
   local L = {}
   local function add(...) L[#L + 1] = string.format(...) end
-  add("job %s (%s)%s", rec.job, rec.user or ("uid " .. tostring(rec.uid)),
-    acct and acct.state and ", " .. acct.state or "")
+  local function split(nodes)
+    local sp = type(nodes) == "table" and type(nodes.split) == "table" and nodes.split or {}
+    return string.format("%s:%s + %s:%s nodes", P(rec.sites[1], 64), whole(sp[1]), P(rec.sites[2], 64),
+      whole(sp[2]))
+  end
+  add("job %s (%s)%s", P(rec.job, 32), P(rec.user or ("uid " .. whole(rec.uid)), 64),
+    acct and acct.state and ", " .. P(acct.state, 32) or "")
   local d = acct and present(acct.record) and acct.record
   if d then
-    add("  decision:   %s (%s)%s", d.action or "?", d.why or "?",
-      d.slowdown and ", predicted slowdown " .. d.slowdown .. " at submission" or "")
+    add("  decision:   %s (%s)%s", P(d.action or "?", 32), P(d.why or "?", 64),
+      d.slowdown and ", predicted slowdown " .. P(d.slowdown, 32) .. " at submission" or "")
+  elseif acct and acct.note then
+    add("  decision:   unknown (%s)", P(acct.note, 200))
   else
     add("  decision:   unknown (no AdminComment record from accounting or slurmctld)")
   end
-  add("  placement:  %s:%d + %s:%d nodes%s", rec.sites[1], rec.nodes.split[1], rec.sites[2],
-    rec.nodes.split[2], rec.spanning and ", across the link" or "")
+  add("  placement:  %s%s", split(rec.nodes), rec.spanning and ", across the link" or "")
   local l = rec.link
-  add("  link:       %s, %s one way, %s/s x %d (%s)", l.state, seconds(l.latency), si(l.bandwidth, "B"),
-    l.channels or 1, l.source)
+  add("  link:       %s, %s one way, %s/s x %s (%s)", P(l.state, 32), seconds(l.latency), si(l.bandwidth, "B"),
+    whole(l.channels or 1), P(l.source, 32))
   local p = rec.prediction
   if present(p) then
-    add("  profile:    %s", rec.profile.label)
+    add("  profile:    %s", P(present(rec.profile) and rec.profile.label or "?"))
     add("  predicted:  t_one %s, t_span %s, slowdown %.2fx; %s across the link", seconds(p.t_one),
       seconds(p.t_span), p.slowdown, si(p.crossing_bytes, "B"))
   else
@@ -407,18 +655,20 @@ function M.text(rec, acct, max_slowdown)
   add("  measured:   elapsed %s; %d step(s), %d with an MPI traffic record", seconds(a.elapsed), #rec.steps,
     a.mpi_steps)
   if a.mpi_steps > 0 then
-    add("              %s in %d messages across the link%s", si(a.cross_bytes, "B"), a.cross_messages,
+    add("              %s in %s messages across the link%s", si(a.cross_bytes, "B"), whole(a.cross_messages),
       a.traffic_ratio and string.format(" (%s the prediction)", M.ratio_text(a.traffic_ratio)) or "")
   end
   for _, s in ipairs(rec.steps) do
     local m = present(s.mpi) and s.mpi
-    add("    step %-11s %s:%d + %s:%d nodes, %s%s", s.step, rec.sites[1], s.nodes.split[1], rec.sites[2],
-      s.nodes.split[2], s.elapsed and seconds(s.elapsed) or "running",
-      m and string.format(", %d ranks, %s across (p2p %s, collectives %s)", m.ranks, si(m.cross_bytes, "B"),
-        si(m.p2p_bytes, "B"), si(m.coll_bytes, "B")) or "")
-    for _, n in ipairs(s.notes or {}) do add("      note: %s", n) end
+    add("    step %-11s %s, %s%s", P(s.step, 32), split(s.nodes), is_num(s.elapsed) and seconds(s.elapsed)
+      or "running", m and string.format(", %s ranks, %s across (p2p %s, collectives %s)", whole(m.ranks),
+        si(m.cross_bytes, "B"), si(m.p2p_bytes, "B"), si(m.coll_bytes, "B")) or "")
+    for _, n in ipairs(type(s.notes) == "table" and s.notes or {}) do add("      note: %s", P(n, 300)) end
   end
-  for _, n in ipairs(rec.notes or {}) do add("  note: %s", n) end
+  if is_num(rec.steps_dropped) and rec.steps_dropped > 0 then
+    add("  note: %s later step(s) not recorded (a record keeps %d)", whole(rec.steps_dropped), M.MAX_STEPS)
+  end
+  for _, n in ipairs(type(rec.notes) == "table" and rec.notes or {}) do add("  note: %s", P(n, 300)) end
   add("  verdict:    %s", M.verdict(rec, a, max_slowdown))
   return table.concat(L, "\n") .. "\n"
 end
@@ -432,8 +682,9 @@ function M.json(rec, acct, max_slowdown)
     verdict = M.verdict(rec, a, max_slowdown) })
 end
 
+-- Text for the SVG: printable ASCII (as M.printable), then XML's escapes.
 local function esc(s)
-  return (tostring(s):gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }))
+  return (printable(s, 200):gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }))
 end
 
 --- Where the time went, as SVG: the predicted time across the link split
@@ -469,8 +720,9 @@ function M.svg(rec, acct, max_slowdown)
     .. ' font-family="sans-serif" font-size="12">', W, H, W, H)
   add('<rect width="100%%" height="100%%" fill="white"/>')
   add('<text x="%d" y="24" font-size="15">%s</text>', left,
-    esc(string.format("job %s: where the time went (%s:%d + %s:%d nodes)", rec.job, rec.sites[1],
-      rec.nodes.split[1], rec.sites[2], rec.nodes.split[2])))
+    esc(string.format("job %s: where the time went (%s:%s + %s:%s nodes)", printable(rec.job, 32),
+      printable(rec.sites[1], 64), whole(rec.nodes.split[1]), printable(rec.sites[2], 64),
+      whole(rec.nodes.split[2]))))
   add('<text x="%d" y="44" fill="#444">%s</text>', left, esc(M.verdict(rec, a, max_slowdown)))
   for i, b in ipairs(bars) do
     local y = top + (i - 1) * (barh + gap)

@@ -128,6 +128,12 @@ function M.report_dir()
   return cfg.policy.report_dir
 end
 
+--- What bounds root's work on the records: TrafficMaxSize (bytes) and
+-- ReportRetention (seconds, 0 for ever), as whole numbers in text.
+function M.report_limits()
+  return string.format("%.0f", cfg.policy.traffic_max_size), string.format("%.0f", cfg.policy.report_retention)
+end
+
 local function link_state()
   if not cfg.policy.link_state_file then return nil end
   return (config.load_link_state(cfg.policy.link_state_file))
@@ -157,7 +163,8 @@ end
 -- @return the record as JSON text, and what to log ("" for nothing)
 function M.step_end(start, finish, traffic, note, existing)
   local rec, log = report.step_end(start, tonumber(finish), traffic ~= "" and traffic or nil,
-    note ~= "" and note or nil, existing ~= "" and existing or nil)
+    note ~= "" and note or nil, existing ~= "" and existing or nil,
+    { max_traffic = cfg.policy.traffic_max_size })
   return json.encode(rec), table.concat(log, "; ")
 end
 

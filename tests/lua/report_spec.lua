@@ -88,14 +88,54 @@ describe("xsite.report", function()
     assert.are.same({ "no MPI traffic record (libxsite not loaded)" }, rec.steps[1].notes)
   end)
 
+  -- the traffic record as text, with some of its fields replaced by raw JSON
+  local function traffic_raw(fields)
+    local t = json.decode(traffic(10, 2))
+    local parts = {}
+    for k, v in pairs(t) do
+      parts[#parts + 1] = json.encode(k) .. ":" .. (fields[k] or json.encode(v))
+    end
+    for k, v in pairs(fields) do
+      if t[k] == nil then parts[#parts + 1] = json.encode(k) .. ":" .. v end
+    end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+
   for name, case in pairs({
     ["not JSON"] = { "{\"version\":", "not JSON" },
     ["another job's"] = { traffic(1, 1, { job = 7 }), "traffic record: job: 7, not this job %(42%)" },
     ["another version"] = { traffic(1, 1, { version = 2 }), "traffic record: version: not 1" },
     ["a negative count"] = { traffic(-5, 1), "traffic record: cross.bytes: not a count" },
     ["a short matrix"] = { traffic(1, 1, { matrix = { { 0 } } }), "traffic record: matrix: not ranks x ranks" },
+    ["naming a site the configuration does not have"] = { traffic(1, 1, { sites = { a = { 0 }, zz = { 1 } } }),
+      "traffic record: sites: 'zz' is not a site of the configuration %(a, b%)" },
+    ["giving a rank twice"] = { traffic(1, 1, { sites = { a = { 0 }, b = { 0 } } }),
+      "traffic record: sites%.%a: not distinct ranks" },
+    ["giving a rank past the last"] = { traffic(1, 1, { sites = { a = { 0 }, b = { 2 } } }),
+      "traffic record: sites%.b: not distinct ranks from 0 to ranks %- 1" },
+    ["with sites as a list"] = { traffic(1, 1, { sites = { { 0 }, { 1 } } }), "traffic record: sites: not an object" },
+    ["with a matrix row that is an object"] = { traffic_raw({ matrix = '[{"1":0,"2":1},[0,0]]' }),
+      "traffic record: matrix row 1: not ranks long" },
+    ["with a negative byte count in the matrix"] = { traffic_raw({ matrix = "[[0,-1],[0,0]]" }),
+      "traffic record: matrix row 1: not byte counts" },
+    ["with an infinite count"] = { traffic_raw({ cross = '{"bytes":1e999,"messages":1,"p2p_bytes":1e999,'
+      .. '"p2p_messages":1,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.bytes: not a count" },
+    ["with a fraction of a message"] = { traffic_raw({ cross = '{"bytes":1,"messages":0.5,"p2p_bytes":1,'
+      .. '"p2p_messages":0.5,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.messages: not a count" },
+    ["whose totals are not the sums of their parts"] = { traffic_raw({ cross = '{"bytes":5,"messages":1,'
+      .. '"p2p_bytes":1,"p2p_messages":1,"coll_bytes":1,"coll_messages":0}' }),
+      "traffic record: cross%.bytes: not the sum of p2p_bytes and coll_bytes" },
+    ["with no ranks"] = { traffic(1, 1, { ranks = 0, matrix = json.null }),
+      "traffic record: ranks: not a count of ranks" },
+    ["nested deeper than a traffic record is"] = { traffic_raw({ extra = string.rep("[", 9) .. string.rep("]", 9) }),
+      "not JSON %(offset %d+: nested too deep %(more than 8 levels%)%)" },
+    ["holding a string longer than a name"] = { traffic_raw({ host = json.encode(string.rep("h", 257)) }),
+      "not JSON %(offset %d+: string longer than 256 bytes%)" },
+    ["a JSON list"] = { "[1,2,3]", "traffic record: not a JSON object" },
+    ["binary junk"] = { "\0\255\27[2J\1", "not JSON %(offset 1: unexpected byte 0x00%)" },
+    ["truncated"] = { traffic(1, 1):sub(1, 40), "not JSON %(offset %d+: unterminated string%)" },
   }) do
-    it("ignores a traffic record that is " .. name .. ", and says why", function()
+    it("ignores a traffic record (" .. name .. "), and says why", function()
       local rec, log = ended(cfg(), nil, case[1])
       assert.are.equal(json.null, rec.steps[1].mpi)
       assert.matches("MPI traffic record ignored: .*" .. case[2], rec.steps[1].notes[1])
@@ -103,6 +143,107 @@ describe("xsite.report", function()
       assert.matches("job 42 step 0", log[1])
     end)
   end
+
+  it("reads no traffic record over TrafficMaxSize, and says so in one line", function()
+    local text = traffic(10, 2)
+    local rec, log = report.step_end(json.encode(start(cfg())), 1010, text, nil, nil, { max_traffic = #text - 1 })
+    assert.are.equal(json.null, rec.steps[1].mpi)
+    assert.are.same({ string.format("MPI traffic record ignored: %d bytes, over TrafficMaxSize (%d bytes); not read",
+      #text, #text - 1) }, rec.steps[1].notes)
+    assert.are.equal(1, #log)
+    rec = report.step_end(json.encode(start(cfg())), 1010, text, nil, nil, { max_traffic = #text })
+    assert.are.equal(10, rec.steps[1].mpi.cross_bytes)
+    -- the default is 1 MiB
+    assert.are.equal(1048576, report.TRAFFIC_MAX_SIZE)
+    rec = report.step_end(json.encode(start(cfg())), 1010, text .. string.rep(" ", 1048576), nil, nil)
+    assert.matches("over TrafficMaxSize %(1048576 bytes%)", rec.steps[1].notes[1])
+  end)
+
+  it("shows what the user wrote escaped and cut short in notes and log lines", function()
+    local rec, log = ended(cfg(), nil, traffic(1, 1, { version = "\27]0;owned\7\n" .. string.rep("v", 100) }))
+    local note = rec.steps[1].notes[1]
+    assert.matches("version: not 1 %(\\x1b%]0;owned\\x07\\x0avvv", note)
+    assert.matches("%.%.%.%)$", note)
+    assert.is_nil(note:find("[%c\128-\255]"))
+    assert.is_nil(log[1]:find("[%c\128-\255]"))
+    rec = ended(cfg(), nil, traffic(1, 1, { job = "4\n2" }))
+    assert.matches("job: 4\\x0a2, not this job %(42%)", rec.steps[1].notes[1])
+  end)
+
+  it("escapes control characters, C1 and broken UTF-8, and keeps well-formed UTF-8", function()
+    assert.are.equal("abc", report.printable("abc"))
+    assert.are.equal("a\\x1b[31m\\x0a", report.printable("a\27[31m\n"))
+    assert.are.equal("caf\195\169", report.printable("caf\195\169"))
+    assert.are.equal("\\xc2\\x9b", report.printable("\194\155"))
+    assert.are.equal("\\xed\\xa0\\x80", report.printable("\237\160\128"))
+    assert.are.equal("\\xff", report.printable("\255"))
+    assert.are.equal("a\\\\b", report.printable("a\\b"))
+    assert.are.equal("xxxx...", report.printable("xxxxxxxx", 4))
+    assert.are.equal("(an object)", report.printable({}))
+    assert.are.equal("null", report.printable(json.null))
+    assert.are.equal("12", report.printable(12.0))
+  end)
+
+  it("decodes and checks a 1 MiB traffic record with bounded work", function()
+    -- the worst case for work: a matrix of zeros, as many numbers as fit
+    local n = 720
+    local row = "[" .. string.rep("0,", n - 1) .. "0]"
+    local sites = {}
+    for i = 0, n - 1 do sites[#sites + 1] = i end
+    local text = traffic_raw({ ranks = tostring(n), matrix = "[" .. string.rep(row .. ",", n - 1) .. row .. "]",
+      sites = json.encode({ a = sites }) })
+    assert.is_true(#text <= 1048576, #text)
+    local hook, mask, count = debug.gethook()
+    local instructions = 0
+    debug.sethook(function() instructions = instructions + 1000 end, "", 1000)
+    local rec = report.step_end(json.encode(start(cfg())), 1010, text, nil, nil)
+    debug.sethook(hook, mask, count)
+    assert.are.equal(n, rec.steps[1].mpi.ranks)
+    assert.is_true(instructions < 40e6, instructions .. " VM instructions")
+  end)
+
+  it("keeps a record bounded: steps past MAX_STEPS are counted, per-rank detail past MAX_DETAIL dropped", function()
+    local c = cfg()
+    local max_steps, max_detail = report.MAX_STEPS, report.MAX_DETAIL
+    report.MAX_STEPS, report.MAX_DETAIL = 3, 10
+    local ok, err = pcall(function()
+      local text = nil
+      for i = 1, 5 do
+        local rec, log = ended(c, { step = tostring(i) }, traffic(1, 1), nil, text)
+        if i > 3 then assert.matches("not recorded: the record holds 3 steps already", log[1]) end
+        text = json.encode(rec)
+      end
+      local rec = assert(report.decode(text, "x"))
+      assert.are.equal(3, #rec.steps)
+      assert.are.equal(2, rec.steps_dropped)
+      -- each step holds 2 + 4 numbers of detail: the second fits (12 > 10: no), the first alone does
+      assert.are.same({ { 0, 1 }, { 0, 0 } }, rec.steps[1].mpi.matrix)
+      assert.are.equal(json.null, rec.steps[2].mpi.matrix)
+      assert.matches("per%-rank detail %(sites, matrix%) not kept", rec.steps[2].notes[1])
+      assert.are.equal(1, rec.steps[2].mpi.cross_bytes)
+      assert.matches("2 later step%(s%) not recorded", report.text(rec, nil, 1.1))
+    end)
+    report.MAX_STEPS, report.MAX_DETAIL = max_steps, max_detail
+    assert(ok, err)
+  end)
+
+  it("prints no control character of a record's strings, in text or SVG", function()
+    local c = cfg()
+    local rec = ended(c, { profile = "halo" }, traffic(5000, 10))
+    rec.user = "eve\27[2J"
+    rec.profile.label = "p\n\27]0;x\7"
+    rec.steps[1].notes[1] = "a\rnote\0"
+    rec.steps[1].step = "0\n1"
+    local acct = { state = "RUN\27NING", record = { action = "span\n", why = "w\8", slowdown = "1\0" } }
+    local text = report.text(rec, acct, 1.1)
+    assert.is_nil(text:gsub("\n", ""):find("%c"))
+    assert.matches("eve\\x1b%[2J", text)
+    local svg = report.svg(rec, acct, 1.1)
+    assert.is_nil(svg:gsub("\n", ""):find("%c"))
+    -- a crafted record with fractions where counts go does not stop the report (Lua 5.3: %d)
+    rec.nodes.split[1], rec.steps[1].mpi.ranks, rec.steps[1].mpi.cross_messages = 1.5, 2.5, 1e300
+    assert.matches("a:2 %+ b:2", report.text(rec, nil, 1.1))
+  end)
 
   it("adds steps to the job's record, and a step ended again replaces its entry", function()
     local c = cfg()
@@ -191,6 +332,19 @@ describe("xsite.report", function()
     assert.are.equal("none of", report.ratio_text(0))
   end)
 
+  -- `scontrol show job -o` of Slurm 22.05, as the testbed prints it
+  local function scontrol_line(f)
+    return "JobId=42 JobName=" .. (f.name or "x") .. " UserId=alice(1001) GroupId=alice(1001) MCS_label=N/A"
+      .. " Priority=4294901759 Nice=0 Account=(null) QOS=(null) JobState=" .. (f.state or "RUNNING")
+      .. " Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0"
+      .. " RunTime=00:00:07 TimeLimit=UNLIMITED TimeMin=N/A SubmitTime=2026-11-24T21:15:17 Partition=all"
+      .. " NodeList=a1 BatchHost=a1 NumNodes=1 NumCPUs=1 Features=(null) Command=" .. (f.command or "(null)")
+      .. " WorkDir=" .. (f.workdir or "/home/alice")
+      .. (f.admin and " AdminComment=" .. f.admin .. " " or "")
+      .. (f.comment and " Comment=" .. f.comment .. " " or "")
+      .. " StdErr=/home/alice/slurm-42.out StdIn=/dev/null StdOut=/home/alice/slurm-42.out Power= \n"
+  end
+
   it("reads the decision and the state from sacct, else from scontrol", function()
     local c = cfg()
     local d = policy.decide({ cfg = c, nodes = 4, profile = "halo" })
@@ -198,14 +352,55 @@ describe("xsite.report", function()
     assert.are.equal("COMPLETED", a.state)
     assert.are.equal(65, a.elapsed)
     assert.are.equal(d.action, a.record.action)
-    local s = report.parse_accounting("JobId=42 JobName=x UserId=alice(1001) JobState=RUNNING RunTime=00:00:07"
-      .. " AdminComment=" .. d.record .. " Comment=x\n", "scontrol")
+    local s = report.parse_accounting(scontrol_line({ admin = d.record, comment = "x" }), "scontrol")
     assert.are.equal("RUNNING", s.state)
     assert.are.equal(7, s.elapsed)
     assert.are.equal("alice", s.user)
     assert.are.equal(d.why, s.record.why)
+    assert.are.equal(d.action, s.record.action)
+    assert.is_nil(s.note)
     assert.is_nil(report.parse_accounting("", "sacct"))
     assert.is_nil(report.parse_accounting("slurm_load_jobs error: Invalid job id specified", "scontrol"))
+  end)
+
+  it("believes no key of scontrol's line that a field of the user's repeats (JobName, Comment, WorkDir)", function()
+    local c = cfg()
+    local d = policy.decide({ cfg = c, nodes = 4, profile = "halo" })
+    local fake = "xsite v=1 action=reject why=spoofed mode=enforce n=4"
+    -- a job name holding a decision: before WorkDir, never taken
+    local s = report.parse_accounting(scontrol_line({ name = "x AdminComment=" .. fake }), "scontrol")
+    assert.is_nil(s.record)
+    s = report.parse_accounting(scontrol_line({ name = "x AdminComment=" .. fake, admin = d.record }), "scontrol")
+    assert.are.equal(d.why, s.record.why)
+    assert.are_not.equal("spoofed", s.record.why)
+    -- a job name holding a state, a user, a run time: the key is not believed
+    s = report.parse_accounting(scontrol_line({ name = "x JobState=COMPLETED UserId=root(0) RunTime=9-00:00:00",
+      admin = d.record }), "scontrol")
+    assert.is_nil(s.state)
+    assert.is_nil(s.user)
+    assert.is_nil(s.elapsed)
+    assert.matches("UserId, JobState, RunTime more than once", s.note)
+    assert.are.equal(d.action, s.record.action)
+    -- a comment (after the real AdminComment) holding another: neither is believed
+    s = report.parse_accounting(scontrol_line({ admin = d.record, comment = "c AdminComment=" .. fake }), "scontrol")
+    assert.is_nil(s.record)
+    assert.matches("AdminComment more than once", s.note)
+    assert.are.equal("RUNNING", s.state)
+    -- a working directory holding WorkDir= and AdminComment=: nothing after it is believed
+    s = report.parse_accounting(scontrol_line({ workdir = "/x WorkDir=/y AdminComment=" .. fake,
+      admin = d.record }), "scontrol")
+    assert.is_nil(s.record)
+    assert.matches("WorkDir", s.note)
+    -- keys out of scontrol's order
+    s = report.parse_accounting("JobId=42 JobName=x RunTime=00:00:01 JobState=RUNNING UserId=a(1) WorkDir=/",
+      "scontrol")
+    assert.is_nil(s.state)
+    assert.matches("not in scontrol's order", s.note)
+    -- the note reaches the text, escaped; the decision is unknown
+    local rec = ended(c)
+    local text = report.text(rec, report.parse_accounting(scontrol_line({ name = "\27[2J JobState=X" }),
+      "scontrol"), 1.1)
+    assert.matches("decision:   unknown %(scontrol's line holds JobState more than once", text)
   end)
 
   it("prints the report, its JSON and its picture", function()
