@@ -31,6 +31,39 @@ char *xsite_fmt(const char *format, ...)
 	return s;
 }
 
+char *xsite_printable(const char *s, size_t max)
+{
+	size_t n = 0, i, j;
+	char *out;
+
+	if (s == NULL)
+		return strdup("(null)");
+	for (i = 0; s[i] != '\0' && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		n += (c < 0x20 || c >= 0x7f) ? 4 : 1;
+	}
+	out = malloc(n + 4);
+	if (out == NULL)
+		return NULL;
+	for (i = 0, j = 0; s[i] != '\0' && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c >= 0x7f) {
+			snprintf(out + j, 5, "\\x%02x", c);
+			j += 4;
+		} else {
+			out[j++] = (char)c;
+		}
+	}
+	if (s[i] != '\0') {
+		memcpy(out + j, "...", 3);
+		j += 3;
+	}
+	out[j] = '\0';
+	return out;
+}
+
 /* The xsite.conf beside slurm.conf. */
 static char *default_config_path(const char *slurm_conf)
 {

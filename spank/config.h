@@ -47,4 +47,13 @@ char *xsite_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* xsite_fmt with a va_list. */
 char *xsite_vfmt(const char *format, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/*
+ * Text that someone else wrote (a user's path, a message built from a user's
+ * file), made safe for a log line: at most max bytes of s, every byte that
+ * is not printable ASCII as \xHH, "..." when cut.  A new string (free it),
+ * or NULL when out of memory.  (The Lua library's messages come escaped
+ * already, a backslash as \\: they pass through unchanged.)
+ */
+char *xsite_printable(const char *s, size_t max);
+
 #endif /* XSITE_CONFIG_H */

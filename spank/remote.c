@@ -24,10 +24,13 @@
  * XSITE_TRAFFIC_FILE (unless the user set it); the step's first node takes
  * the placement, the prediction and the link before the tasks start
  * (xsite.spank.step_start).  At exit that node adds the step to report.json
- * with its elapsed time and traffic, then writes the --xsite-report copy
- * with the user's ids (xsite_remote_exit).  A record that cannot be made
- * is logged in the slurmd log only (init_post_opt and exit run before and
- * after the tasks); the step runs as ever.
+ * with its elapsed time and traffic (TrafficMaxSize bounds what it reads),
+ * then writes the --xsite-report copy with the user's ids, waiting for the
+ * writer at most XSITE_COPY_TIMEOUT_MS (xsite_remote_exit).  A record that
+ * cannot be made is logged in the slurmd log only (init_post_opt and exit
+ * run before and after the tasks); the step runs as ever.  Once the job has
+ * ended, slurmd's epilog (job_epilog, as root, every node of the job) takes
+ * the job's mpi/ back from the user and prunes ReportDir (ReportRetention).
  *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
@@ -73,6 +76,7 @@ static struct {
 	char *start;		/* xsite.spank.step_start's record */
 	char *copy;		/* --xsite-report PATH, or NULL */
 	char *cwd;		/* the job's working directory */
+	long max_traffic;	/* TrafficMaxSize */
 } rep;
 
 static const char *const exported[] = {
@@ -195,6 +199,21 @@ static char *job_flag(spank_t sp, enum xsite_flag f)
 	return job_getenv(sp, xsite_flag_info[f].env);
 }
 
+/* TrafficMaxSize and ReportRetention of the configuration (either may be NULL). */
+static int report_limits(struct xsite_lua *x, long *max_traffic, long *retention)
+{
+	char *a = NULL, *b = NULL;
+	int rc = xsite_lua_call(x, "report_limits", &a, &b, 0);
+
+	if (rc == 0 && max_traffic != NULL)
+		*max_traffic = strtol(a, NULL, 10);
+	if (rc == 0 && retention != NULL)
+		*retention = strtol(b, NULL, 10);
+	free(a);
+	free(b);
+	return rc;
+}
+
 static void report_clear(void)
 {
 	free(rep.dir);
@@ -230,8 +249,9 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 	rep.step.jobid = jobid;
 	if (xsite_report_step_name(stepid, rep.step.step, sizeof(rep.step.step)) == NULL)
 		return;
-	if (xsite_lua_call(x, "report_dir", &rep.dir, NULL, 0) < 0) {
-		slurm_error("xsite: report: %s", xsite_lua_error(x));
+	if (xsite_lua_call(x, "report_dir", &rep.dir, NULL, 0) < 0 ||
+	    report_limits(x, &rep.max_traffic, NULL) < 0) {
+		err = xsite_fmt("%s", xsite_lua_error(x));
 		goto fail;
 	}
 	rc = xsite_report_prepare(rep.dir, &rep.step, &traffic, &err);
@@ -250,9 +270,13 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 	if (user_env == NULL || user_env[0] == '\0' ||
 	    strncmp(user_env, traffic, (size_t)(strrchr(traffic, '/') - traffic + 1)) == 0)
 		export(sp, "XSITE_TRAFFIC_FILE", traffic);
-	else
+	else {
+		char *safe = xsite_printable(user_env, 256);
+
 		slurm_verbose("xsite: report: the job sets XSITE_TRAFFIC_FILE=%s: the record has no traffic",
-			      user_env);
+			      safe ? safe : "?");
+		free(safe);
+	}
 	if (nodeid != 0) {
 		report_clear();
 		goto out;
@@ -268,7 +292,7 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 			   pwp ? pw.pw_name : uid, uid, nodelist,
 			   step_nodes ? step_nodes : (stepid == SLURM_BATCH_SCRIPT ? host : ""),
 			   profile ? profile : "", start) < 0) {
-		err = xsite_fmt("%s", xsite_lua_error(x));
+		err = xsite_printable(xsite_lua_error(x), 1024);
 		goto fail;
 	}
 	rep.copy = job_flag(sp, XSITE_FLAG_REPORT);
@@ -344,7 +368,7 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 			    err ? err : "out of memory");
 		goto out;
 	}
-	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, &text, &lock, &err) < 0) {
+	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, rep.max_traffic, &text, &lock, &err) < 0) {
 		slurm_error("xsite: report: job %u step %s: %s", rep.step.jobid, rep.step.step, err);
 		goto out;
 	}
@@ -352,7 +376,8 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 		      rep.step.step, rep.dir, rep.step.jobid);
 	free(err);
 	err = NULL;
-	if (rep.copy != NULL && xsite_report_copy(text, rep.copy, rep.cwd, &rep.step, &err) < 0)
+	if (rep.copy != NULL &&
+	    xsite_report_copy(text, rep.copy, rep.cwd, &rep.step, XSITE_COPY_TIMEOUT_MS, &err) < 0)
 		slurm_error("xsite: report: job %u: %s", rep.step.jobid, err);
 out:
 	if (lock >= 0)
@@ -362,6 +387,57 @@ out:
 	free(err);
 	free(text);
 	report_clear();
+}
+
+void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
+{
+	struct xsite_lua *x;
+	struct xsite_prune done;
+	uint32_t jobid = 0;
+	uid_t uid = (uid_t)-1;
+	char *dir = NULL, *err = NULL, *v;
+	long retention = 0;
+	int rc;
+
+	if (!cfg->report)
+		return;
+	/* slurmd gives the job's ids to the epilog; its environment is slurmd's, not the user's */
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+		jobid = (v = getenv("SLURM_JOB_ID")) ? (uint32_t)strtoul(v, NULL, 10) : 0;
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		uid = (v = getenv("SLURM_JOB_UID")) ? (uid_t)strtoul(v, NULL, 10) : (uid_t)-1;
+	if (jobid == 0 || uid == (uid_t)-1) {
+		slurm_error("xsite: report: job_epilog: the job's id or owner is not known; "
+			    "its ReportDir directory is left as it is");
+		return;
+	}
+	x = remote_lua(cfg, &err);
+	if (x == NULL) {
+		slurm_error("xsite: report: job %u: %s; its ReportDir directory is left as it is", jobid,
+			    err ? err : "out of memory");
+		goto out;
+	}
+	if (xsite_lua_call(x, "report_dir", &dir, NULL, 0) < 0 || report_limits(x, NULL, &retention) < 0) {
+		slurm_error("xsite: report: job %u: %s", jobid, xsite_lua_error(x));
+		goto out;
+	}
+	rc = xsite_report_job_end(dir, jobid, uid, &err);
+	if (rc < 0)
+		slurm_error("xsite: report: job %u: %s", jobid, err);
+	else if (rc > 0)
+		slurm_info("xsite: report: job %u: %s", jobid, err);
+	free(err);
+	err = NULL;
+	if (xsite_report_prune(dir, retention, time(NULL), &done, &err) < 0)
+		slurm_error("xsite: report: ReportRetention: %s", err);
+	else if (done.files > 0)
+		slurm_verbose("xsite: report: ReportRetention: %u job directories removed from %s "
+			      "(%u files; %u entries looked at)", done.removed, dir, done.files, done.scanned);
+out:
+	xsite_lua_close(lua);
+	lua = NULL;
+	free(dir);
+	free(err);
 }
 
 int xsite_remote_user_init(spank_t sp, const struct xsite_config *cfg)

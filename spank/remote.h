@@ -17,5 +17,12 @@ void xsite_remote_post_opt(spank_t sp, const struct xsite_config *cfg);
 /* exit: the step's record into ReportDir, and the user's copy (never fails). */
 void xsite_remote_exit(const struct xsite_config *cfg);
 
+/*
+ * job_epilog (job script context, root, each node of the job once it has
+ * ended): the job's mpi/ in ReportDir becomes root's again, and ReportDir is
+ * pruned (ReportRetention) with bounded work.  Never fails.
+ */
+void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg);
+
 
 #endif /* XSITE_REMOTE_H */

@@ -5,37 +5,56 @@
  * writable by anyone else: checked, else no record):
  *
  *   D/JOBID/              root, group of D, 0750; ACL u:U:r-x
+ *   D/JOBID/.job          root, 0600: the identity stamp (uid, made, ended)
  *   D/JOBID/report.json   root, group of D, 0640; ACL u:U:r--  (the record)
  *   D/JOBID/.lock         root, 0600 (steps ending at once take turns)
- *   D/JOBID/mpi/          U, 0700: libxsite writes traffic-STEP.json here
+ *   D/JOBID/mpi/          U, 0700 while the job runs: libxsite writes
+ *                         traffic-STEP.json here; root's (0700) once it ended
+ *   D/.prune              root: where the last pruning stopped
+ *   D/.stale.JOBID.XXXXXXXXXX   an earlier job's directory, moved aside
  *
  * So the job's owner and the members of D's group (the administrators)
  * read the record, nobody else does, and nobody but root writes it.  On a
  * file system without POSIX ACLs the owner cannot read it (logged); the
  * --xsite-report copy still reaches them.  The only directory the user
- * controls is mpi/: root only opens one name in it, with O_NOFOLLOW, takes
- * it only when it is a regular file of the job's owner, and unlinks it.
+ * controls is mpi/, and only while the job runs: root only opens one name in
+ * it, with O_NOFOLLOW and O_NONBLOCK, on D's file system (a mount there, a
+ * FUSE file system of the user's, is refused), takes it only when it is a
+ * regular file of the job's owner no larger than TrafficMaxSize, and
+ * unlinks it.  Every file root makes has a new name (O_EXCL, random
+ * suffixes from getrandom) and is renamed into place; every file root reads
+ * is opened with O_NOFOLLOW and checked (owner, type, size) on its fd.
  * Nothing is ever written as root into a directory the user controls; the
- * user's copy is written by a child process running as the user.
+ * user's copy is written by a child process running as the user, which
+ * root waits for with a deadline.
+ *
+ * A job id comes back (MaxJobId wraps; a cluster's state is reset): the
+ * stamp tells a directory of an earlier job (another uid, or a job whose end
+ * was seen) from this job's, and the earlier one is moved aside before the
+ * new job's first step, under a lock on D.
  *
  * Every function here fails with a message and never makes the step fail
  * (remote.c logs it).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -47,8 +66,13 @@
 
 #define RECORD "report.json"
 #define MPI_DIR "mpi"
-#define MAX_TRAFFIC (64L << 20)
-#define MAX_RECORD (256L << 20)
+#define STAMP ".job"
+#define LOCK ".lock"
+#define CURSOR ".prune"
+#define STALE ".stale."
+#define FRESH ".new."
+#define MAX_STAMP 256
+#define SUFFIX 10
 
 const char *xsite_report_step_name(uint32_t stepid, char *buf, size_t len)
 {
@@ -66,6 +90,144 @@ const char *xsite_report_step_name(uint32_t stepid, char *buf, size_t len)
 	}
 	return buf;
 }
+
+/* ---- small tools --------------------------------------------------------- */
+
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) * 1000LL + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static void nap_ms(long ms)
+{
+	struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&t, &t) < 0 && errno == EINTR)
+		;
+}
+
+/* name = prefix and SUFFIX random letters and digits (getrandom). */
+static int random_name(char *name, size_t len, const char *prefix)
+{
+	static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char r[SUFFIX];
+	size_t n = strlen(prefix), i;
+
+	if (n + SUFFIX + 1 > len || getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -1;
+	memcpy(name, prefix, n);
+	for (i = 0; i < SUFFIX; i++)
+		name[n + i] = abc[r[i] % (sizeof(abc) - 1)];
+	name[n + SUFFIX] = '\0';
+	return 0;
+}
+
+/* A new file of root's in dir: prefix and a random suffix, O_EXCL (name set). */
+static int create_new(int dir, const char *prefix, char *name, size_t len, mode_t mode)
+{
+	int i, fd;
+
+	for (i = 0; i < 16; i++) {
+		if (random_name(name, len, prefix) < 0)
+			return -1;
+		fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	return -1;
+}
+
+/* A new directory of root's in dir, like create_new. */
+static int mkdir_new(int dir, const char *prefix, char *name, size_t len, mode_t mode)
+{
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (random_name(name, len, prefix) < 0)
+			return -1;
+		if (mkdirat(dir, name, mode) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -1;
+	}
+	return -1;
+}
+
+/* flock(fd, LOCK_EX), waiting at most timeout_ms; 0 or -1 (errno ETIMEDOUT). */
+static int lock_within(int fd, int timeout_ms)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		if (ms_since(&t0) >= timeout_ms) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		nap_ms(10);
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = write(fd, text + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The whole of a regular file (NUL-terminated), at most max bytes; owner
+ * must be `owner`.  fd is open with O_NOFOLLOW | O_NONBLOCK (a FIFO does not
+ * block the open, and is refused here).  A larger file is not read.
+ */
+static char *read_fd(int fd, uid_t owner, long max, const char *what, char **err)
+{
+	struct stat st;
+	char *buf;
+	size_t got = 0;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) {
+		*err = xsite_fmt("%s: not a regular file of uid %u", what, (unsigned)owner);
+		return NULL;
+	}
+	if (st.st_size > max) {
+		*err = xsite_fmt("%s: %lld bytes, more than %ld; not read", what, (long long)st.st_size, max);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		*err = xsite_fmt("%s: out of memory", what);
+		return NULL;
+	}
+	while (got < (size_t)st.st_size) {
+		n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	return buf;
+}
+
+/* ---- ReportDir, the job's directory, its stamp --------------------------- */
 
 /*
  * POSIX ACL: owner and group as the mode says, plus one named user.  The
@@ -112,6 +274,42 @@ static int share_with_owner(int fd, gid_t group, mode_t mode, uid_t uid, unsigne
 	return 0;
 }
 
+/*
+ * Write text to name in dir (root's): a new file (create_new, mode), then
+ * renamed over name.  With uid != (uid_t)-1, the file is shared with that
+ * user as share_with_owner does (0640 and an ACL; *warn when the ACL fails).
+ */
+static int replace_file(int dir, const char *name, const char *text, gid_t group, uid_t uid,
+			char **err, char **warn)
+{
+	char prefix[80], tmp[96];
+	int fd, e = 0;
+
+	snprintf(prefix, sizeof(prefix), "%s.", name);
+	fd = create_new(dir, prefix, tmp, sizeof(tmp), 0600);
+	if (fd < 0) {
+		*err = xsite_fmt("cannot create a new file for %s: %s", name, strerror(errno));
+		return -1;
+	}
+	if (uid != (uid_t)-1 && share_with_owner(fd, group, 0640, uid, 4, name, warn) < 0) {
+		*err = *warn;
+		*warn = NULL;
+		e = -1;
+	}
+	if (e == 0 && (write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0)) {
+		*err = xsite_fmt("cannot write %s: %s", tmp, strerror(errno));
+		e = -1;
+	}
+	close(fd);
+	if (e == 0 && renameat(dir, tmp, dir, name) < 0) {
+		*err = xsite_fmt("cannot rename %s: %s", tmp, strerror(errno));
+		e = -1;
+	}
+	if (e < 0)
+		unlinkat(dir, tmp, 0);
+	return e;
+}
+
 /* ReportDir: made if missing; must be root's and writable by root only. */
 static int open_spool(const char *dir, struct stat *st, char **err)
 {
@@ -137,50 +335,201 @@ static int open_spool(const char *dir, struct stat *st, char **err)
 	return fd;
 }
 
-/*
- * The job's directory in ReportDir (made if missing; must be root's); *group
- * is ReportDir's group, the administrators'.
- */
-static int open_job(const char *dir, const struct xsite_report_step *st, gid_t *group, char **err)
+/* A directory of root's under parent, on parent's file system (dev). */
+static int open_root_dir(int parent, const char *name, dev_t dev, struct stat *st)
 {
-	char name[16];
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || st->st_uid != 0 || st->st_dev != dev) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	return fd;
+}
+
+/* Who a job directory was made for. */
+struct stamp {
+	unsigned uid;
+	long long made, ended;	/* epoch seconds; ended 0: no end seen */
+};
+
+/* The identity stamp of job directory fd: 0, or -1 (missing or not root's). */
+static int read_stamp(int job, struct stamp *s)
+{
+	char *text, *err = NULL;
+	int fd = openat(job, STAMP, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), n;
+
+	if (fd < 0)
+		return -1;
+	text = read_fd(fd, 0, MAX_STAMP, STAMP, &err);
+	close(fd);
+	free(err);
+	if (text == NULL)
+		return -1;
+	n = sscanf(text, "xsite-job uid=%u made=%lld ended=%lld", &s->uid, &s->made, &s->ended);
+	free(text);
+	return n == 3 ? 0 : -1;
+}
+
+static int write_stamp(int job, const struct stamp *s, char **err)
+{
+	char text[MAX_STAMP], *warn = NULL;
+	int rc;
+
+	snprintf(text, sizeof(text), "xsite-job uid=%u made=%lld ended=%lld\n", s->uid, s->made, s->ended);
+	rc = replace_file(job, STAMP, text, 0, (uid_t)-1, err, &warn);
+	free(warn);
+	return rc;
+}
+
+/*
+ * A new job directory for st, complete with its stamp, put in place as
+ * spool/name at once (made as .new.XXXXXXXXXX, then renamed); 0, or -1 with
+ * errno EEXIST when another step put one there first.
+ */
+static int new_job_dir(int spool, const char *name, const struct xsite_report_step *st, char **err)
+{
+	char fresh[32];
+	struct stamp s = { (unsigned)st->uid, (long long)time(NULL), 0 };
+	int fd, rc = -1, e;
+
+	if (mkdir_new(spool, FRESH, fresh, sizeof(fresh), 0700) < 0) {
+		*err = xsite_fmt("cannot create a new directory: %s", strerror(errno));
+		return -1;
+	}
+	fd = openat(spool, fresh, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && write_stamp(fd, &s, err) == 0)
+		rc = renameat(spool, fresh, spool, name);
+	e = errno;
+	if (rc < 0) {
+		if (fd >= 0)
+			unlinkat(fd, STAMP, 0);
+		unlinkat(spool, fresh, AT_REMOVEDIR);
+		if (*err == NULL && e != EEXIST && e != ENOTEMPTY)
+			*err = xsite_fmt("cannot make %s/: %s", name, strerror(e));
+	}
+	if (fd >= 0)
+		close(fd);
+	errno = (e == ENOTEMPTY) ? EEXIST : e;
+	return rc;
+}
+
+/*
+ * The job's directory in ReportDir, *group ReportDir's group (the
+ * administrators').  create (a step starts): made if missing, and an earlier
+ * job's directory with this id is moved aside (*note says so); else (a step
+ * ends; note may be NULL) it must be there and be this job's.
+ */
+static int open_job(const char *dir, const struct xsite_report_step *st, int create, gid_t *group,
+		    char **note, char **err)
+{
+	char name[16], prefix[32], aside[48];
 	struct stat ss, js;
-	int spool, fd;
+	struct stamp s;
+	int spool, fd = -1, i, locked = 0;
 
 	spool = open_spool(dir, &ss, err);
 	if (spool < 0)
 		return -1;
 	*group = ss.st_gid;
 	snprintf(name, sizeof(name), "%u", st->jobid);
-	if (mkdirat(spool, name, 0700) < 0 && errno != EEXIST) {
-		*err = xsite_fmt("ReportDir %s: cannot create %s/: %s", dir, name, strerror(errno));
-		close(spool);
-		return -1;
+	if (create) {
+		/* steps starting at once take turns to look and to make */
+		if (lock_within(spool, XSITE_SPOOL_LOCK_TIMEOUT_MS) < 0) {
+			*err = xsite_fmt("ReportDir %s: cannot lock it: %s", dir, strerror(errno));
+			goto fail;
+		}
+		locked = 1;
 	}
-	fd = openat(spool, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	for (i = 0; i < 3; i++) {
+		fd = open_root_dir(spool, name, ss.st_dev, &js);
+		if (fd < 0 && errno == ENOENT && create) {
+			if (new_job_dir(spool, name, st, err) < 0 && errno != EEXIST)
+				goto fail;
+			continue;
+		}
+		if (fd < 0) {
+			*err = xsite_fmt("ReportDir %s: %s/: %s", dir, name,
+					 errno == ENOENT ? "missing" : "not a directory of root's on ReportDir's file system");
+			goto fail;
+		}
+		if (read_stamp(fd, &s) < 0)
+			s = (struct stamp){ (unsigned)-1, 0, 0 };
+		if (s.uid == (unsigned)st->uid && (!create || s.ended == 0))
+			break;
+		if (!create) {
+			*err = xsite_fmt("ReportDir %s: %s/ is not this job's (%s uid %u)", dir, name,
+					 s.made ? "made for" : "no identity stamp;", s.uid);
+			goto fail;
+		}
+		/* an earlier job's: moved aside (pruned with ReportRetention) */
+		snprintf(prefix, sizeof(prefix), STALE "%s.", name);
+		if (random_name(aside, sizeof(aside), prefix) < 0 ||
+		    renameat2(spool, name, spool, aside, RENAME_NOREPLACE) < 0) {
+			*err = xsite_fmt("ReportDir %s: %s/ is an earlier job's and cannot be moved aside: %s",
+					 dir, name, strerror(errno));
+			goto fail;
+		}
+		free(*note);
+		if (s.made)
+			*note = xsite_fmt("ReportDir %s: %s/ was an earlier job's (uid %u, %s): moved to %s",
+					  dir, name, s.uid, s.ended ? "ended" : "no end seen", aside);
+		else
+			*note = xsite_fmt("ReportDir %s: %s/ had no identity stamp (an earlier job's): moved to %s",
+					  dir, name, aside);
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		*err = xsite_fmt("ReportDir %s: %s/: cannot make it", dir, name);
+		goto fail;
+	}
+	if (create)
+		futimens(fd, NULL);	/* a running job's directory is never old */
+	if (locked)
+		flock(spool, LOCK_UN);
 	close(spool);
-	if (fd < 0 || fstat(fd, &js) < 0 || js.st_uid != 0) {
-		*err = xsite_fmt("ReportDir %s: %s/ is not root's directory", dir, name);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
 	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (locked)
+		flock(spool, LOCK_UN);
+	close(spool);
+	return -1;
+}
+
+/* "a; b" of two optional messages (frees both). */
+static char *join(char *a, char *b)
+{
+	char *j;
+
+	if (a == NULL)
+		return b;
+	if (b == NULL)
+		return a;
+	j = xsite_fmt("%s; %s", a, b);
+	free(a);
+	free(b);
+	return j;
 }
 
 int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, char **traffic,
 			 char **err)
 {
-	struct stat ms;
+	struct stat js, ms;
 	gid_t group;
-	char *warn = NULL;
+	char *warn = NULL, *note = NULL;
 	int job, mpi = -1, rc = -1;
 
 	*traffic = NULL;
 	*err = NULL;
-	job = open_job(dir, st, &group, err);
+	job = open_job(dir, st, 1, &group, &note, err);
 	if (job < 0)
-		return -1;
+		goto out;
 	if (share_with_owner(job, group, 0750, st->uid, 5, dir, &warn) < 0) {
 		*err = warn;
 		warn = NULL;
@@ -192,8 +541,9 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
 		goto out;
 	}
 	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (mpi < 0 || fstat(mpi, &ms) < 0) {
-		*err = xsite_fmt("ReportDir %s: %u/" MPI_DIR "/: %s", dir, st->jobid, strerror(errno));
+	if (mpi < 0 || fstat(mpi, &ms) < 0 || fstat(job, &js) < 0 || ms.st_dev != js.st_dev) {
+		*err = xsite_fmt("ReportDir %s: %u/" MPI_DIR "/: %s", dir, st->jobid,
+				 mpi < 0 ? strerror(errno) : "not on ReportDir's file system");
 		goto out;
 	}
 	if (ms.st_uid != st->uid && (ms.st_uid != 0 || fchown(mpi, st->uid, st->gid) < 0)) {
@@ -208,140 +558,93 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
 	*traffic = xsite_fmt("%s/%u/" MPI_DIR "/traffic-%s.json", dir, st->jobid, st->step);
 	if (*traffic == NULL)
 		goto out;
-	/* a missing ACL is worth a log line (*err), not a missing record */
+	/* a missing ACL, a directory moved aside: worth a log line (*err), not a missing record */
 	rc = 0;
-	if (warn != NULL) {
-		*err = warn;
-		warn = NULL;
+	*err = join(note, warn);
+	note = warn = NULL;
+	if (*err != NULL)
 		rc = 1;
-	}
 out:
 	free(warn);
+	free(note);
 	if (mpi >= 0)
 		close(mpi);
-	close(job);
+	if (job >= 0)
+		close(job);
 	return rc;
 }
 
-/* The whole of a regular file (NUL-terminated); owner must be `owner`. */
-static char *read_fd(int fd, uid_t owner, long max, const char *what, char **err)
-{
-	struct stat st;
-	char *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) {
-		*err = xsite_fmt("%s: not a regular file of uid %u", what, (unsigned)owner);
-		return NULL;
-	}
-	if (st.st_size > max) {
-		*err = xsite_fmt("%s: %lld bytes, more than %ld", what, (long long)st.st_size, max);
-		return NULL;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (buf == NULL) {
-		*err = xsite_fmt("%s: out of memory", what);
-		return NULL;
-	}
-	while (got < (size_t)st.st_size) {
-		n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	return buf;
-}
-
 /* The step's traffic record from the user's mpi/ directory (then removed). */
-static char *take_traffic(int job, const struct xsite_report_step *st, char **note)
+static char *take_traffic(int job, const struct xsite_report_step *st, long max, char **note)
 {
 	char name[64], *text = NULL, *err = NULL;
-	struct stat ms;
+	struct stat js, ms, fs;
 	int mpi, fd;
 
 	snprintf(name, sizeof(name), "traffic-%s.json", st->step);
 	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (mpi < 0 || fstat(mpi, &ms) < 0 || ms.st_uid != st->uid) {
-		*note = xsite_fmt("no MPI traffic record (" MPI_DIR "/ missing or not the owner's)");
+	/* the owner's while the job runs; root's once it ended (a shared ReportDir) */
+	if (mpi < 0 || fstat(mpi, &ms) < 0 || fstat(job, &js) < 0 || ms.st_dev != js.st_dev ||
+	    (ms.st_uid != st->uid && ms.st_uid != 0)) {
+		*note = xsite_fmt("no MPI traffic record (" MPI_DIR "/ missing, not the owner's, or not on "
+				  "ReportDir's file system)");
 		if (mpi >= 0)
 			close(mpi);
 		return NULL;
 	}
-	fd = openat(mpi, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(mpi, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			*note = xsite_fmt("no MPI traffic record (libxsite not loaded, or no MPI in the step)");
 		else
-			*note = xsite_fmt("MPI traffic record %s ignored: %s", name,
+			*note = xsite_fmt("MPI traffic record ignored: %s: %s", name,
 					  errno == ELOOP ? "a symbolic link" : strerror(errno));
+		unlinkat(mpi, name, 0);
 		close(mpi);
 		return NULL;
 	}
-	text = read_fd(fd, st->uid, MAX_TRAFFIC, name, &err);
-	close(fd);
-	if (text == NULL) {
+	if (fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && fs.st_uid == st->uid && fs.st_size > max)
+		*note = xsite_fmt("MPI traffic record ignored: %s: %lld bytes, over TrafficMaxSize (%ld bytes); "
+				  "not read", name, (long long)fs.st_size, max);
+	else if ((text = read_fd(fd, st->uid, max, name, &err)) == NULL)
 		*note = xsite_fmt("MPI traffic record ignored: %s", err ? err : "out of memory");
-		free(err);
-	}
+	free(err);
+	close(fd);
 	unlinkat(mpi, name, 0);
 	close(mpi);
 	return text;
 }
 
-/* Write text to name in dir fd: a new file, then renamed over name. */
-static int replace_file(int dir, const char *name, const char *text, gid_t group, uid_t uid,
-			char **err, char **warn)
+/* The job's .lock (root's; made if missing), locked within XSITE_LOCK_TIMEOUT_MS. */
+static int lock_job(int job, char **err)
 {
-	char tmp[96];
-	size_t len = strlen(text), done = 0;
-	ssize_t n;
-	int fd, e = 0;
+	struct stat ls;
+	int fd = openat(job, LOCK, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)getpid());
-	unlinkat(dir, tmp, 0);
-	fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		*err = xsite_fmt("cannot create %s: %s", tmp, strerror(errno));
-		return -1;
+	if (fd < 0 && errno == EEXIST)
+		fd = openat(job, LOCK, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &ls) < 0 || !S_ISREG(ls.st_mode) || ls.st_uid != 0) {
+		*err = xsite_fmt(LOCK ": %s", fd < 0 ? strerror(errno) : "not a regular file of root's");
+		goto fail;
 	}
-	if (share_with_owner(fd, group, 0640, uid, 4, name, warn) < 0) {
-		*err = *warn;
-		*warn = NULL;
-		e = -1;
+	if (lock_within(fd, XSITE_LOCK_TIMEOUT_MS) < 0) {
+		*err = xsite_fmt(LOCK ": %s", errno == ETIMEDOUT ?
+				 "held by another step for longer than the wait allowed" : strerror(errno));
+		goto fail;
 	}
-	while (e == 0 && done < len) {
-		n = write(fd, text + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			*err = xsite_fmt("cannot write %s: %s", tmp, strerror(errno));
-			e = -1;
-			break;
-		}
-		done += (size_t)n;
-	}
-	if (e == 0 && fsync(fd) < 0) {
-		*err = xsite_fmt("cannot write %s: %s", tmp, strerror(errno));
-		e = -1;
-	}
-	close(fd);
-	if (e == 0 && renameat(dir, tmp, dir, name) < 0) {
-		*err = xsite_fmt("cannot rename %s: %s", tmp, strerror(errno));
-		e = -1;
-	}
-	if (e < 0)
-		unlinkat(dir, tmp, 0);
-	return e;
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite_report_step *st,
-			const char *start_json, char **text, int *lockfd, char **err)
+			const char *start_json, long max_traffic, char **text, int *lockfd,
+			char **err)
 {
 	char finish[32], *traffic = NULL, *note = NULL, *existing = NULL, *log = NULL, *warn = NULL;
+	char *lerr = NULL;
 	struct timespec now;
 	gid_t group;
 	int job, lock = -1, fd, rc = -1;
@@ -351,35 +654,39 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 	*err = NULL;
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(finish, sizeof(finish), "%lld.%03ld", (long long)now.tv_sec, now.tv_nsec / 1000000);
-	job = open_job(dir, st, &group, err);
+	job = open_job(dir, st, 0, &group, NULL, err);
 	if (job < 0)
 		return -1;
-	traffic = take_traffic(job, st, &note);
+	traffic = take_traffic(job, st, max_traffic, &note);
 
-	lock = openat(job, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX) < 0) {
-		*err = xsite_fmt("ReportDir %s: %u/.lock: %s", dir, st->jobid, strerror(errno));
+	lock = lock_job(job, &lerr);
+	if (lock < 0) {
+		*err = xsite_fmt("ReportDir %s: %u/%s", dir, st->jobid, lerr ? lerr : "out of memory");
 		goto out;
 	}
-	fd = openat(job, RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(job, RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd >= 0) {
 		char *rerr = NULL;
 
-		existing = read_fd(fd, 0, MAX_RECORD, RECORD, &rerr);
+		existing = read_fd(fd, 0, XSITE_MAX_RECORD, RECORD, &rerr);
 		close(fd);
 		if (existing == NULL) {
-			slurm_error("xsite: ReportDir %s: %u/%s: %s; replaced", dir, st->jobid, RECORD,
+			slurm_error("xsite: ReportDir %s: %u/%s; replaced", dir, st->jobid,
 				    rerr ? rerr : "out of memory");
 			free(rerr);
 		}
 	}
 	if (xsite_lua_call(x, "step_end", text, &log, 5, start_json, finish, traffic ? traffic : "",
 			   note ? note : "", existing ? existing : "") < 0) {
-		*err = xsite_fmt("%s", xsite_lua_error(x));
+		*err = xsite_printable(xsite_lua_error(x), 1024);
 		goto out;
 	}
-	if (log != NULL && log[0] != '\0')
-		slurm_info("xsite: %s", log);
+	if (log != NULL && log[0] != '\0') {
+		char *safe = xsite_printable(log, 4096);
+
+		slurm_info("xsite: %s", safe ? safe : "(out of memory)");
+		free(safe);
+	}
 	if (replace_file(job, RECORD, *text, group, st->uid, err, &warn) < 0)
 		goto out;
 	if (warn != NULL) {
@@ -397,6 +704,7 @@ out:
 	free(note);
 	free(existing);
 	free(log);
+	free(lerr);
 	if (rc < 0) {
 		free(*text);
 		*text = NULL;
@@ -405,6 +713,8 @@ out:
 	}
 	return rc;
 }
+
+/* ---- the user's copy ---------------------------------------------------------- */
 
 /* The file the copy goes to: "%j" expanded, a directory gets the default name. */
 static char *copy_target(const char *path, uint32_t jobid)
@@ -442,12 +752,13 @@ static char *copy_target(const char *path, uint32_t jobid)
 	return expanded;
 }
 
-/* In the child, as the user: write the copy; a message on failure. */
+/*
+ * In the child, as the user: write the copy; a message on failure.  The new
+ * file's name comes from mkostemp (O_EXCL, random), beside the target.
+ */
 static char *write_copy(const char *text, const char *path, const char *cwd, uint32_t jobid)
 {
 	char *target, *tmp;
-	size_t len = strlen(text), done = 0;
-	ssize_t n;
 	int fd;
 
 	if (path[0] != '/' && (cwd == NULL || chdir(cwd) < 0))
@@ -456,21 +767,14 @@ static char *write_copy(const char *text, const char *path, const char *cwd, uin
 	target = copy_target(path, jobid);
 	if (target == NULL)
 		return xsite_fmt("--xsite-report=%s: out of memory", path);
-	tmp = xsite_fmt("%s.tmp.%ld", target, (long)getpid());
+	tmp = xsite_fmt("%s.XXXXXX", target);
 	if (tmp == NULL)
 		return xsite_fmt("--xsite-report=%s: out of memory", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return xsite_fmt("--xsite-report: cannot create %s: %s", tmp, strerror(errno));
-	while (done < len) {
-		n = write(fd, text + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		done += (size_t)n;
-	}
-	if (done < len || fsync(fd) < 0 || close(fd) < 0) {
+	if (fchmod(fd, 0640) < 0 || write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0 ||
+	    close(fd) < 0) {
 		unlink(tmp);
 		return xsite_fmt("--xsite-report: cannot write %s: %s", tmp, strerror(errno));
 	}
@@ -482,13 +786,82 @@ static char *write_copy(const char *text, const char *path, const char *cwd, uin
 	return NULL;
 }
 
+enum xsite_wait xsite_child_wait(pid_t pid, int fd, int timeout_ms, char *msg, size_t len,
+				 int *status)
+{
+	struct timespec t0;
+	char sink[512];
+	size_t got = 0;
+	long long left;
+	ssize_t n;
+	pid_t w;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*status = 0;
+	msg[0] = '\0';
+	/* its message, until it closes the pipe (it exits) */
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+
+		left = timeout_ms - ms_since(&t0);
+		if (left <= 0)
+			goto expired;
+		n = poll(&p, 1, (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			goto expired;
+		if (n < 0)
+			break;
+		if (got + 1 < len)
+			n = read(fd, msg + got, len - 1 - got);
+		else
+			n = read(fd, sink, sizeof(sink));
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		if (got + 1 < len) {
+			got += (size_t)n;
+			msg[got] = '\0';
+		}
+	}
+	/* then its exit status */
+	for (;;) {
+		w = waitpid(pid, status, WNOHANG);
+		if (w == pid)
+			return XSITE_WAIT_EXITED;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			/* reaped by someone else (SIGCHLD ignored): its message says it all */
+			*status = 0;
+			return XSITE_WAIT_EXITED;
+		}
+		if (timeout_ms - ms_since(&t0) <= 0)
+			goto expired;
+		nap_ms(5);
+	}
+expired:
+	kill(pid, SIGKILL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < 2000) {
+		w = waitpid(pid, status, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return XSITE_WAIT_KILLED;
+		nap_ms(5);
+	}
+	return XSITE_WAIT_LOST;
+}
+
 int xsite_report_copy(const char *text, const char *path, const char *cwd,
-		      const struct xsite_report_step *st, char **err)
+		      const struct xsite_report_step *st, int timeout_ms, char **err)
 {
 	struct passwd pw, *pwp = NULL;
 	char pwbuf[4096], msg[1024];
 	gid_t groups[256];
 	int ngroups = 256, pipefd[2], status = 0;
+	enum xsite_wait how;
 	ssize_t n;
 	pid_t pid;
 
@@ -518,12 +891,12 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 		sigset_t all;
 
 		close(pipefd[0]);
-		/* a hung file system must not hold slurmstepd */
+		/* a hung file system ends the writer too (root does not wait for it) */
 		signal(SIGALRM, SIG_DFL);
 		sigemptyset(&all);
 		sigaddset(&all, SIGALRM);
 		sigprocmask(SIG_UNBLOCK, &all, NULL);
-		alarm(60);
+		alarm((unsigned)(timeout_ms + 999) / 1000);
 		if (setgroups((size_t)ngroups, groups) < 0 || setresgid(st->gid, st->gid, st->gid) < 0 ||
 		    setresuid(st->uid, st->uid, st->uid) < 0 || (st->uid != 0 && setuid(0) == 0))
 			why = xsite_fmt("--xsite-report: cannot become uid %u: %s", (unsigned)st->uid,
@@ -537,19 +910,275 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 		_exit(why != NULL);
 	}
 	close(pipefd[1]);
-	n = read(pipefd[0], msg, sizeof(msg) - 1);
+	how = xsite_child_wait(pid, pipefd[0], timeout_ms, msg, sizeof(msg), &status);
 	close(pipefd[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (n > 0) {
-		msg[n] = '\0';
-		*err = xsite_fmt("%s", msg);
+	if (how != XSITE_WAIT_EXITED) {
+		*err = xsite_fmt("--xsite-report: the writer (uid %u) did not finish within %d s (stopped "
+				 "or hung): killed%s; no copy", (unsigned)st->uid, timeout_ms / 1000,
+				 how == XSITE_WAIT_LOST ? ", not yet reaped" : "");
+		return -1;
+	}
+	if (msg[0] != '\0') {
+		*err = xsite_printable(msg, sizeof(msg));
 		return -1;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		*err = xsite_fmt("--xsite-report=%s: the writer died (%s)", path,
+		char *safe = xsite_printable(path, 256);
+
+		*err = xsite_fmt("--xsite-report=%s: the writer died (%s)", safe ? safe : "?",
 				 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "failed");
+		free(safe);
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- the end of a job, and ReportRetention ------------------------------------ */
+
+int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
+{
+	char name[16];
+	struct stat ss, js, ms;
+	struct stamp s;
+	int spool, job = -1, mpi = -1, rc = -1;
+
+	*err = NULL;
+	spool = open_spool(dir, &ss, err);
+	if (spool < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%u", jobid);
+	job = open_root_dir(spool, name, ss.st_dev, &js);
+	if (job < 0) {
+		rc = 0;
+		if (errno != ENOENT) {
+			*err = xsite_fmt("ReportDir %s: %s/: not a directory of root's on ReportDir's file "
+					 "system; left alone", dir, name);
+			rc = 1;
+		}
+		goto out;
+	}
+	if (read_stamp(job, &s) < 0 || s.uid != (unsigned)uid) {
+		*err = xsite_fmt("ReportDir %s: %s/ is not this job's (uid %u); left alone", dir, name,
+				 (unsigned)uid);
+		rc = 1;
+		goto out;
+	}
+	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mpi >= 0) {
+		/* root's again, and no ACL of the user's gives anyone a way in */
+		if (fstat(mpi, &ms) < 0 || ms.st_dev != js.st_dev || fchown(mpi, 0, 0) < 0 ||
+		    fchmod(mpi, 0700) < 0) {
+			*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name,
+					 ms.st_dev != js.st_dev ? "not on ReportDir's file system" : strerror(errno));
+			goto out;
+		}
+		if ((fremovexattr(mpi, "system.posix_acl_access") < 0 && errno != ENODATA &&
+		     errno != ENOTSUP) ||
+		    (fremovexattr(mpi, "system.posix_acl_default") < 0 && errno != ENODATA &&
+		     errno != ENOTSUP)) {
+			*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot remove its ACL: %s", dir, name,
+					 strerror(errno));
+			goto out;
+		}
+	} else if (errno != ENOENT) {
+		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: %s", dir, name,
+				 errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
+		goto out;
+	}
+	if (s.ended == 0) {
+		s.ended = (long long)time(NULL);
+		if (write_stamp(job, &s, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (mpi >= 0)
+		close(mpi);
+	if (job >= 0)
+		close(job);
+	close(spool);
+	return rc;
+}
+
+/*
+ * Remove name under parent, a tree, spending at most *budget removals; a
+ * directory deeper than XSITE_PRUNE_DEPTH is moved up into ReportDir
+ * (spool) as .stale.deep.XXXXXXXXXX instead, to be removed from there.
+ * Never follows a symlink, never leaves dev.  0: removed; 1: not yet (the
+ * budget ran out); -1: cannot.
+ */
+static int remove_tree(int parent, const char *name, dev_t dev, int depth, long *budget, int spool)
+{
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int fd, rc = 0;
+
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) < 0 || st.st_dev != dev) {
+		close(fd);
+		return -1;
+	}
+	d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return -1;
+	}
+	while (*budget > 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(st.st_mode)) {
+			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
+				rc = -1;
+			(*budget)--;
+		} else if (depth >= XSITE_PRUNE_DEPTH) {
+			char up[48];
+
+			if (random_name(up, sizeof(up), STALE "deep.") < 0 ||
+			    renameat2(fd, e->d_name, spool, up, RENAME_NOREPLACE) < 0)
+				rc = -1;
+			(*budget)--;
+		} else {
+			int r = remove_tree(fd, e->d_name, dev, depth + 1, budget, spool);
+
+			if (r < 0)
+				rc = -1;
+		}
+	}
+	closedir(d);
+	if (*budget <= 0)
+		return rc < 0 ? -1 : 1;
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return errno == ENOTEMPTY ? (rc < 0 ? -1 : 1) : -1;
+	}
+	(*budget)--;
+	return rc;
+}
+
+/*
+ * Whether spool/name is due: a job directory (digits) or one moved aside
+ * (.stale.JOBID.X, .new.X), root's, unchanged for retention seconds (a job
+ * directory whose end was never seen, or a .new.X: twice that);
+ * .stale.deep.X at once.
+ */
+static int due(int spool, const char *name, long retention, time_t now)
+{
+	struct stat st;
+	struct stamp s;
+	int fd, ended = 0;
+	const char *p = name;
+
+	if (strncmp(name, STALE "deep.", strlen(STALE "deep.")) == 0)
+		return 1;
+	if (strncmp(name, STALE, strlen(STALE)) == 0) {
+		p = name + strlen(STALE);
+		ended = 1;	/* an earlier job's: its end is past */
+	} else if (strncmp(name, FRESH, strlen(FRESH)) == 0) {
+		p = "0";
+	}
+	if (*p < '0' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		;
+	if (*p != '\0' && *p != '.')
+		return 0;
+	if (fstatat(spool, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return 0;
+	if (now - st.st_mtime < retention)
+		return 0;
+	fd = ended ? -1 : openat(spool, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		ended = read_stamp(fd, &s) == 0 && s.ended != 0;
+		close(fd);
+	}
+	return ended || now - st.st_mtime >= 2 * retention;
+}
+
+int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite_prune *done,
+		       char **err)
+{
+	struct stat ss;
+	struct dirent *e;
+	char *text, *rerr = NULL, *warn = NULL, cursor[32];
+	long budget = XSITE_PRUNE_FILES, pos = 0, here;
+	DIR *d = NULL;
+	int spool, fd, rc = -1;
+
+	*err = NULL;
+	memset(done, 0, sizeof(*done));
+	if (retention <= 0)
+		return 0;
+	spool = open_spool(dir, &ss, err);
+	if (spool < 0)
+		return -1;
+	/* one pruner at a time, and never while a step makes its directory */
+	if (flock(spool, LOCK_EX | LOCK_NB) < 0) {
+		close(spool);
+		return 0;
+	}
+	fd = openat(spool, CURSOR, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		text = read_fd(fd, 0, 32, CURSOR, &rerr);
+		if (text != NULL)
+			pos = strtol(text, NULL, 10);
+		free(text);
+		free(rerr);
+		close(fd);
+	}
+	fd = openat(spool, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		*err = xsite_fmt("ReportDir %s: %s", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	if (pos > 0)
+		seekdir(d, pos);
+	for (;;) {
+		here = telldir(d);
+		if (done->scanned >= XSITE_PRUNE_SCAN || budget <= 0) {
+			pos = here;
+			break;
+		}
+		e = readdir(d);
+		if (e == NULL) {
+			pos = 0;
+			done->wrapped = 1;
+			break;
+		}
+		done->scanned++;
+		if (!due(spool, e->d_name, retention, now))
+			continue;
+		{
+			long before = budget;
+			int r = remove_tree(spool, e->d_name, ss.st_dev, 0, &budget, spool);
+
+			done->files += (unsigned)(before - budget);
+			if (r == 0)
+				done->removed++;
+			if (r > 0) {
+				/* the budget ran out inside it: the next call starts here */
+				pos = here;
+				break;
+			}
+		}
+	}
+	snprintf(cursor, sizeof(cursor), "%ld\n", pos);
+	if (replace_file(spool, CURSOR, cursor, 0, (uid_t)-1, err, &warn) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(warn);
+	if (d != NULL)
+		closedir(d);
+	flock(spool, LOCK_UN);
+	close(spool);
+	return rc;
 }

@@ -6,8 +6,23 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct xsite_lua;
+
+/* How long root waits for the --xsite-report writer (the user's process). */
+#define XSITE_COPY_TIMEOUT_MS 20000
+/* How long a step waits for the job's record lock (held by another step). */
+#define XSITE_LOCK_TIMEOUT_MS 60000
+/* How long a step waits for ReportDir's lock (held while a job directory is made). */
+#define XSITE_SPOOL_LOCK_TIMEOUT_MS 10000
+/* The largest report.json root reads back (a record keeps at most 1000 steps). */
+#define XSITE_MAX_RECORD (64L << 20)
+/* Per call of xsite_report_prune: entries of ReportDir looked at, files removed. */
+#define XSITE_PRUNE_SCAN 256
+#define XSITE_PRUNE_FILES 4096
+/* Directories inside each other that pruning follows (deeper: moved up first). */
+#define XSITE_PRUNE_DEPTH 8
 
 /* What the record needs to know of the step. */
 struct xsite_report_step {
@@ -25,9 +40,13 @@ const char *xsite_report_step_name(uint32_t stepid, char *buf, size_t len);
 
 /*
  * Make ReportDir/JOBID (root, group of ReportDir, 0750, readable by the
- * job's owner through an ACL) and ReportDir/JOBID/mpi (the owner's, 0700:
- * libxsite writes its traffic record there with the user's rights).  Sets
- * *traffic to the path of this step's traffic record (caller frees).
+ * job's owner through an ACL, with an identity stamp: the owner's uid) and
+ * ReportDir/JOBID/mpi (the owner's, 0700: libxsite writes its traffic record
+ * there with the user's rights).  A JOBID directory of an earlier job with
+ * this id (another uid, or a job that has ended) is moved aside first
+ * (.stale.JOBID.XXXXXXXXXX).  Sets *traffic to the path of this step's
+ * traffic record (caller frees).  Returns 0; 1 with *err a message to log
+ * (a missing ACL, a directory moved aside); -1 with *err on failure.
  */
 int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, char **traffic,
 			 char **err);
@@ -35,23 +54,73 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
 /*
  * At the end of the step (first node): read the step's traffic record (the
  * user's file: not followed if a symlink, only a regular file of the job's
- * owner), add the step to ReportDir/JOBID/report.json (under a lock,
- * written whole to a new file and renamed) through xsite.spank.step_end.
- * *text is the job's record as written (caller frees); the lock is still
- * held through *lockfd (caller closes it once the user's copy is written,
- * so that copies land in the order of the records).
+ * owner on ReportDir's file system, at most max_traffic bytes: a larger one
+ * is not read), add the step to ReportDir/JOBID/report.json (under a lock
+ * waited for at most XSITE_LOCK_TIMEOUT_MS, written whole to a new file and
+ * renamed) through xsite.spank.step_end.  *text is the job's record as
+ * written (caller frees); the lock is still held through *lockfd (caller
+ * closes it once the user's copy is written, so that copies land in the
+ * order of the records).
  */
 int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite_report_step *st,
-			const char *start_json, char **text, int *lockfd, char **err);
+			const char *start_json, long max_traffic, char **text, int *lockfd,
+			char **err);
 
 /*
  * The user's copy (--xsite-report): written by a child process with the
  * job owner's uid, gid and groups.  path: "." or a directory (the file is
  * then xsite-report-JOBID.json in it) or a file; "%j" is the job id; a
- * relative path is taken from cwd.  A symlink at the file's place is
- * replaced, never followed.
+ * relative path is taken from cwd.  The file is written to a new name made
+ * by mkostemp in the target's directory, then renamed over the target: a
+ * symlink there is replaced, never followed.  Root waits for the writer at
+ * most timeout_ms (the user may stop or kill it): then it is killed, and
+ * the copy is lost (*err says so); the step goes on.
  */
 int xsite_report_copy(const char *text, const char *path, const char *cwd,
-		      const struct xsite_report_step *st, char **err);
+		      const struct xsite_report_step *st, int timeout_ms, char **err);
+
+/* What xsite_child_wait saw. */
+enum xsite_wait {
+	XSITE_WAIT_EXITED,	/* the child exited (*status), its message in msg */
+	XSITE_WAIT_KILLED,	/* past the deadline: killed with SIGKILL and reaped */
+	XSITE_WAIT_LOST,	/* past the deadline: killed, but not reaped within 2 s */
+};
+
+/*
+ * Wait for child pid, reading its message from the pipe fd (at most len - 1
+ * bytes kept, NUL-terminated), for at most timeout_ms in all; past it, kill
+ * the child (SIGKILL works on a stopped process) and reap it.
+ */
+enum xsite_wait xsite_child_wait(pid_t pid, int fd, int timeout_ms, char *msg, size_t len,
+				 int *status);
+
+/*
+ * When the job has ended on this node (job_epilog): the job's mpi/ becomes
+ * root's again (0700, its ACLs removed), so its owner can no longer write
+ * there, and the identity stamp says the job ended.  Nothing when this node
+ * has no directory of the job, or the directory is another job's.
+ * Returns 0; 1 with *err a message to log; -1 with *err on failure.
+ */
+int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err);
+
+/* What a call of xsite_report_prune did. */
+struct xsite_prune {
+	unsigned scanned;	/* entries of ReportDir looked at */
+	unsigned removed;	/* job directories removed whole */
+	unsigned files;		/* files and directories removed */
+	int wrapped;		/* the scan reached the end of ReportDir (next call starts over) */
+};
+
+/*
+ * ReportRetention: remove from ReportDir the job directories that have not
+ * changed for retention seconds (the job has ended; twice that when no end
+ * was seen), and the ones moved aside.  Bounded work per call: at most
+ * XSITE_PRUNE_SCAN entries looked at, XSITE_PRUNE_FILES files removed; the
+ * next call goes on where this one stopped (ReportDir/.prune).  Symbolic
+ * links are removed, never followed; no other file system is entered.
+ * retention 0: nothing is removed.  Returns 0, or -1 with *err.
+ */
+int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite_prune *done,
+		       char **err);
 
 #endif /* XSITE_REPORT_H */

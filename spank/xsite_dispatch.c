@@ -98,6 +98,31 @@ XSITE_EXPORT int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	return xsite_remote_user_init(sp, &config);
 }
 
+/*
+ * Once the job has ended, on each of its nodes (slurmd's epilog, as root):
+ * ReportDir (remote.c).  Never an error: a failed epilog drains the node.
+ */
+XSITE_EXPORT int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	char *err = NULL;
+
+	if (spank_context() != S_CTX_JOB_SCRIPT)
+		return 0;
+	/* Slurm calls no init() before the job script callbacks: the arguments come here */
+	if (!config_loaded) {
+		if (xsite_config_parse(&config, ac, av, getenv("SLURM_CONF"), &err) < 0) {
+			slurm_error("%s; xsite disabled in the epilog", err ? err : "xsite: out of memory");
+			free(err);
+			return 0;
+		}
+		config_loaded = 1;
+	}
+	xsite_remote_job_epilog(sp, &config);
+	xsite_config_free(&config);
+	config_loaded = 0;
+	return 0;
+}
+
 XSITE_EXPORT int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	(void)sp;

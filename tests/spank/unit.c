@@ -21,38 +21,13 @@
 #include "../../spank/args.h"
 #include "../../spank/config.h"
 #include "../../spank/lua_bridge.h"
+#include "tap.h"
 
-static int test_no, failures;
 static const char *lua_dir, *site_config, *tmpdir;
-
-static void ok(int cond, const char *format, ...) __attribute__((format(printf, 2, 3)));
-
-static void ok(int cond, const char *format, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++test_no);
-	va_start(ap, format);
-	vprintf(format, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		failures++;
-}
 
 static int streq(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
-}
-
-static int has(const char *s, const char *part)
-{
-	return s != NULL && strstr(s, part) != NULL;
-}
-
-static void diag(const char *what, const char *s)
-{
-	printf("# %s: %s\n", what, s ? s : "(null)");
 }
 
 /* ---- config.c ---------------------------------------------------------- */
@@ -508,13 +483,6 @@ static void test_bridge(void)
 	free(path);
 	xsite_lua_close(x);
 }
-
-#ifndef XSITE_TEST_LUADIR
-#define XSITE_TEST_LUADIR "lua"
-#endif
-#ifndef XSITE_TEST_CONFIG
-#define XSITE_TEST_CONFIG "site-configs/testbed.conf"
-#endif
 
 int main(int argc, char **argv)
 {

@@ -1,0 +1,1165 @@
+/*
+ * hostile.c: what root does in slurmstepd with what a job's owner controls,
+ * TAP output.  Run as root (make check does, in CI); else a SKIP.
+ *
+ *   report.c   the traffic record in ReportDir/JOBID/mpi/ as the user can
+ *              leave it: a symbolic link, a FIFO, a 64 MiB file, another
+ *              user's file, binary junk, truncated JSON, deep nesting, a
+ *              directory; a job id that comes back; the job's end (mpi/
+ *              taken back); ReportRetention (bounded pruning, no link
+ *              followed); the --xsite-report writer, which the user can stop
+ *              or kill: root returns within its deadline.
+ *   remote.c   the same through the plugin's slurmstepd entry points
+ *              (init_post_opt, exit, job_epilog), with the step's ids and
+ *              environment given the way slurmstepd gives them.
+ *
+ * Everything is real (the Lua library, the testbed's xsite.conf, files,
+ * processes, uids) except Slurm itself: this program stands in for
+ * slurmstepd, so the few SPANK calls remote.c makes (spank_get_item,
+ * spank_getenv, spank_setenv, spank_unsetenv) and Slurm's log functions are
+ * defined here, answering from a table and keeping every line logged so
+ * that the tests can read them.
+ *
+ * The job's owner is "nobody" (uid 65534, which exists everywhere); another
+ * user is uid 4243 (no account needed for a file's owner).
+ *
+ * Usage: hostile [LUA_DIR [SITE_CONFIG]] (defaults compiled in, as unit.c).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+#include "../../spank/config.h"
+#include "../../spank/lua_bridge.h"
+#include "../../spank/remote.h"
+#include "../../spank/report.h"
+#include "tap.h"
+
+#define OWNER 65534
+#define OTHER 4243
+/* TrafficMaxSize of the test configuration */
+#define MAX_TRAFFIC 65536
+
+static const char *lua_dir, *site_config;
+static char tmpdir[256], reports[300], config_path[320];
+static uid_t owner = OWNER;
+static gid_t owner_gid = OWNER;
+
+/* No byte outside printable ASCII (what a log line or a terminal gets). */
+static int printable(const char *s)
+{
+	for (; s != NULL && *s != '\0'; s++) {
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* ---- Slurm's side, as slurmstepd gives it ------------------------------ */
+
+/* Every line logged, in order (the tests read and clear it). */
+static char logged[64][2048];
+static int nlogged;
+
+static void keep(const char *level, const char *format, va_list ap)
+{
+	char line[1800];
+
+	vsnprintf(line, sizeof(line), format, ap);
+	if (nlogged < 64)
+		snprintf(logged[nlogged++], sizeof(logged[0]), "%s: %s", level, line);
+}
+
+#define LOG_FUNCTION(name, level)                       \
+	void name(const char *format, ...)              \
+	{                                               \
+		va_list ap;                             \
+		va_start(ap, format);                   \
+		keep(level, format, ap);                \
+		va_end(ap);                             \
+	}
+LOG_FUNCTION(slurm_error, "error")
+LOG_FUNCTION(slurm_info, "info")
+LOG_FUNCTION(slurm_verbose, "verbose")
+LOG_FUNCTION(slurm_debug, "debug")
+
+/* The log lines holding part ("" for all), joined by " | " (static buffer). */
+static const char *log_lines(const char *part)
+{
+	static char all[64 * 2048];
+	size_t n = 0;
+	int i;
+
+	all[0] = '\0';
+	for (i = 0; i < nlogged; i++) {
+		if (strstr(logged[i], part) != NULL)
+			n += (size_t)snprintf(all + n, sizeof(all) - n, "%s%s", n ? " | " : "", logged[i]);
+	}
+	return all;
+}
+
+static int log_count(const char *part)
+{
+	int i, n = 0;
+
+	for (i = 0; i < nlogged; i++)
+		n += strstr(logged[i], part) != NULL;
+	return n;
+}
+
+/* The step as slurmstepd describes it. */
+struct spank_handle {
+	uint32_t jobid, stepid, nodeid;
+	uid_t uid;
+	gid_t gid;
+	char env[16][1024];	/* the job's environment, NAME=value */
+};
+
+static char set_env[16][1024];	/* what the plugin exported */
+static int nset;
+
+spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
+{
+	va_list ap;
+	spank_err_t rc = ESPANK_SUCCESS;
+
+	va_start(ap, item);
+	switch (item) {
+	case S_JOB_ID:
+		*va_arg(ap, uint32_t *) = sp->jobid;
+		break;
+	case S_JOB_STEPID:
+		*va_arg(ap, uint32_t *) = sp->stepid;
+		break;
+	case S_JOB_NODEID:
+		*va_arg(ap, uint32_t *) = sp->nodeid;
+		break;
+	case S_JOB_UID:
+		*va_arg(ap, uid_t *) = sp->uid;
+		break;
+	case S_JOB_GID:
+		*va_arg(ap, gid_t *) = sp->gid;
+		break;
+	default:
+		rc = ESPANK_BAD_ARG;
+	}
+	va_end(ap);
+	return rc;
+}
+
+spank_err_t spank_getenv(spank_t sp, const char *var, char *buf, int len)
+{
+	size_t n = strlen(var);
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		if (strncmp(sp->env[i], var, n) == 0 && sp->env[i][n] == '=') {
+			if ((int)strlen(sp->env[i] + n + 1) >= len)
+				return ESPANK_NOSPACE;
+			strcpy(buf, sp->env[i] + n + 1);
+			return ESPANK_SUCCESS;
+		}
+	}
+	return ESPANK_ENV_NOEXIST;
+}
+
+spank_err_t spank_setenv(spank_t sp, const char *var, const char *val, int overwrite)
+{
+	(void)sp;
+	(void)overwrite;
+	if (nset < 16)
+		snprintf(set_env[nset++], sizeof(set_env[0]), "%s=%s", var, val);
+	return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_unsetenv(spank_t sp, const char *var)
+{
+	(void)sp;
+	(void)var;
+	return ESPANK_SUCCESS;
+}
+
+const char *spank_strerror(spank_err_t err)
+{
+	return err == ESPANK_SUCCESS ? "Success" : "error";
+}
+
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt)
+{
+	(void)sp;
+	(void)opt;
+	return ESPANK_SUCCESS;
+}
+
+static const char *exported(const char *name)
+{
+	size_t n = strlen(name);
+	int i;
+
+	for (i = nset - 1; i >= 0; i--) {
+		if (strncmp(set_env[i], name, n) == 0 && set_env[i][n] == '=')
+			return set_env[i] + n + 1;
+	}
+	return NULL;
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+static char *path_of(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* A path under the test's directory (static buffers, a few at a time). */
+static char *path_of(const char *format, ...)
+{
+	static char buf[8][1024];
+	static int slot;
+	char *p = buf[slot++ % 8];
+	int n;
+	va_list ap;
+
+	n = snprintf(p, sizeof(buf[0]), "%s/", tmpdir);
+	va_start(ap, format);
+	vsnprintf(p + n, sizeof(buf[0]) - (size_t)n, format, ap);
+	va_end(ap);
+	return p;
+}
+
+/* Make a file, link or FIFO belong to uid (the test checks what root does with it). */
+static void own(const char *path, uid_t uid)
+{
+	if (lchown(path, uid, uid) < 0)
+		printf("# lchown %s: %s\n", path, strerror(errno));
+}
+
+static int put(const char *path, const char *text, uid_t uid)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return -1;
+	fputs(text, f);
+	fclose(f);
+	own(path, uid);
+	return 0;
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t len = 0;
+	ssize_t n;
+
+	if (f == NULL)
+		return NULL;
+	n = getdelim(&text, &len, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static int run(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static int run(const char *format, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(cmd, sizeof(cmd), format, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static long maxrss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* libxsite's traffic record for job JOB, 2 ranks at alpha and beta. */
+static const char *traffic_json(uint32_t job)
+{
+	static char buf[1024];
+
+	snprintf(buf, sizeof(buf),
+		 "{\"version\":1,\"job\":%u,\"step\":0,\"ranks\":2,\"sites\":{\"alpha\":[0],\"beta\":[1]},"
+		 "\"cross\":{\"bytes\":4096,\"messages\":2,\"p2p_bytes\":4096,\"p2p_messages\":2,"
+		 "\"coll_bytes\":0,\"coll_messages\":0},\"per_rank\":[],\"matrix\":[[0,2048],[2048,0]]}\n",
+		 job);
+	return buf;
+}
+
+/* ---- report.c: one step of a job, with what the user left as its traffic record ---- */
+
+static struct xsite_lua *lua;
+
+static struct xsite_report_step step_of(uint32_t job, const char *step)
+{
+	struct xsite_report_step st = { job, "", owner, owner_gid };
+
+	snprintf(st.step, sizeof(st.step), "%s", step);
+	return st;
+}
+
+static char *start_record(const struct xsite_report_step *st)
+{
+	char *rec = NULL, id[16], uid[16];
+
+	snprintf(id, sizeof(id), "%u", st->jobid);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)st->uid);
+	if (xsite_lua_call(lua, "step_start", &rec, NULL, 8, id, st->step, "nobody", uid, "alpha1,beta1",
+			   "", "medium", "1000") < 0)
+		diag("step_start", xsite_lua_error(lua));
+	return rec;
+}
+
+/*
+ * Prepare job JOB's step 0, let plant() leave something as its traffic
+ * record (path given), finish it; the record's text (caller frees), NULL
+ * on failure (*err), *secs the time finish took.
+ */
+static char *step_with(uint32_t job, void (*plant)(const char *path), double *secs, char **err)
+{
+	struct xsite_report_step st = step_of(job, "0");
+	char *traffic = NULL, *start, *text = NULL;
+	double t0;
+	int lock = -1;
+
+	*err = NULL;
+	if (xsite_report_prepare(reports, &st, &traffic, err) < 0)
+		return NULL;
+	free(*err);
+	*err = NULL;
+	start = start_record(&st);
+	if (plant != NULL)
+		plant(traffic);
+	t0 = now_s();
+	if (xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &lock, err) < 0)
+		text = NULL;
+	*secs = now_s() - t0;
+	if (lock >= 0)
+		close(lock);
+	free(start);
+	free(traffic);
+	return text;
+}
+
+static void plant_valid(const char *path)
+{
+	put(path, traffic_json(101), owner);
+}
+
+static const char *secret_path;
+
+static void plant_symlink(const char *path)
+{
+	if (symlink(secret_path, path) < 0)
+		perror("symlink");
+	own(path, owner);
+}
+
+static void plant_fifo(const char *path)
+{
+	if (mkfifo(path, 0600) < 0)
+		perror("mkfifo");
+	own(path, owner);
+}
+
+static void plant_huge(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	/* 64 MiB of zeros (a sparse file: as large to stat, nothing to write) */
+	if (fd < 0 || ftruncate(fd, 64L << 20) < 0)
+		perror("ftruncate");
+	if (fd >= 0)
+		close(fd);
+	own(path, owner);
+}
+
+static void plant_other_owner(const char *path)
+{
+	put(path, traffic_json(105), OTHER);
+}
+
+static void plant_junk(const char *path)
+{
+	put(path, "\x1b[2J\x1b]0;owned\x07\x7f\xff\xfe binary", owner);
+}
+
+static void plant_truncated(const char *path)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%s", traffic_json(107));
+	text[strlen(text) / 2] = '\0';
+	put(path, text, owner);
+}
+
+static void plant_deep(const char *path)
+{
+	static char text[MAX_TRAFFIC];
+
+	/* 60000 '[': as deep as fits in TrafficMaxSize */
+	memset(text, '[', 60000);
+	text[60000] = '\0';
+	put(path, text, owner);
+}
+
+static void plant_directory(const char *path)
+{
+	if (mkdir(path, 0700) < 0)
+		perror("mkdir");
+	own(path, owner);
+}
+
+static void plant_escaping_version(const char *path)
+{
+	put(path, "{\"version\":\"\\u001b]0;owned\\u0007\\n1\",\"job\":110}", owner);
+}
+
+static void test_traffic(void)
+{
+	char *err = NULL, *text;
+	double secs;
+	long rss;
+
+	text = step_with(101, plant_valid, &secs, &err);
+	ok(has(text, "\"cross_bytes\":4096") && has(text, "\"matrix\":[[0,2048],[2048,0]]") &&
+	   access(path_of("reports/101/mpi/traffic-0.json"), F_OK) < 0,
+	   "a valid traffic record goes into the record and is removed");
+	free(text);
+	free(err);
+
+	secret_path = path_of("root-only");
+	put(secret_path, traffic_json(102), 0);
+	chmod(secret_path, 0600);
+	nlogged = 0;
+	text = step_with(102, plant_symlink, &secs, &err);
+	ok(has(text, "MPI traffic record ignored: traffic-0.json: a symbolic link") &&
+	   !has(text, "\"cross_bytes\":4096") && access(secret_path, F_OK) == 0,
+	   "a symbolic link is not followed (to a file of root's): ignored, the target untouched");
+	free(text);
+	free(err);
+
+	text = step_with(103, plant_fifo, &secs, &err);
+	ok(has(text, "MPI traffic record ignored: traffic-0.json: not a regular file") && secs < 2,
+	   "a FIFO does not block root: ignored at once (%.3f s)", secs);
+	ok(access(path_of("reports/103/mpi/traffic-0.json"), F_OK) < 0, "the FIFO is removed");
+	free(text);
+	free(err);
+
+	rss = maxrss_kb();
+	text = step_with(104, plant_huge, &secs, &err);
+	ok(has(text, "traffic-0.json: 67108864 bytes, over TrafficMaxSize (65536 bytes); not read") &&
+	   secs < 1 && maxrss_kb() - rss < 16384,
+	   "a 64 MiB traffic record is not read: one note, %.4f s, %ld KiB more memory at most",
+	   secs, maxrss_kb() - rss);
+	free(text);
+	free(err);
+
+	text = step_with(105, plant_other_owner, &secs, &err);
+	ok(has(text, "traffic-0.json: not a regular file of uid 65534") && !has(text, "\"cross_bytes\""),
+	   "another user's file in mpi/ is not taken");
+	free(text);
+	free(err);
+
+	nlogged = 0;
+	text = step_with(106, plant_junk, &secs, &err);
+	ok(has(text, "MPI traffic record ignored: not JSON (offset 1: unexpected byte 0x1b)") &&
+	   log_count("job 106 step 0: MPI traffic record ignored") == 1 && printable(log_lines("")),
+	   "binary junk: ignored, one log line, nothing of it unescaped in the log");
+	diag("log", log_lines(""));
+	free(text);
+	free(err);
+
+	text = step_with(107, plant_truncated, &secs, &err);
+	ok(has(text, "MPI traffic record ignored: not JSON (offset") && has(text, "unterminated string"),
+	   "truncated JSON: ignored, the note says where");
+	free(text);
+	free(err);
+
+	text = step_with(108, plant_deep, &secs, &err);
+	ok(has(text, "nested too deep (more than 8 levels)") && secs < 1,
+	   "60000 levels of nesting: refused at the 9th, %.4f s", secs);
+	free(text);
+	free(err);
+
+	text = step_with(109, plant_directory, &secs, &err);
+	ok(has(text, "traffic-0.json: not a regular file"), "a directory as the traffic record: ignored");
+	free(text);
+	free(err);
+
+	nlogged = 0;
+	text = step_with(110, plant_escaping_version, &secs, &err);
+	ok(has(text, "version: not 1 (\\\\x1b]0;owned\\\\x07\\\\x0a1)") && printable(log_lines("")) &&
+	   log_count("version: not 1 (\\x1b]0;owned\\x07\\x0a1)") == 1,
+	   "a version field with escape sequences reaches the record and the log escaped");
+	diag("log", log_lines(""));
+	free(text);
+	free(err);
+}
+
+/* mpi/ on another file system (a mount of the user's, FUSE say): refused. */
+static void test_mount(void)
+{
+	struct xsite_report_step st = step_of(111, "0");
+	char *traffic = NULL, *start, *text = NULL, *err = NULL;
+	int lock = -1, rc;
+
+	rc = xsite_report_prepare(reports, &st, &traffic, &err);
+	free(err);
+	err = NULL;
+	if (rc < 0 || mount("xsite-test", path_of("reports/111/mpi"), "tmpfs", 0, "mode=0700") < 0) {
+		printf("ok %d # SKIP cannot mount a tmpfs on mpi/ here: %s\n", ++test_no, strerror(errno));
+		free(traffic);
+		return;
+	}
+	own(path_of("reports/111/mpi"), owner);
+	put(traffic, traffic_json(111), owner);
+	start = start_record(&st);
+	xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &lock, &err);
+	ok(has(text, "no MPI traffic record (mpi/ missing, not the owner's, or not on ReportDir's file system)"),
+	   "mpi/ with a file system mounted on it is not read");
+	umount(path_of("reports/111/mpi"));
+	if (lock >= 0)
+		close(lock);
+	free(start);
+	free(text);
+	free(err);
+	free(traffic);
+}
+
+/* ---- job ids that come back, the end of a job ------------------------------- */
+
+static int prepare(uint32_t job, uid_t uid, char **err)
+{
+	struct xsite_report_step st = step_of(job, "0");
+	char *traffic = NULL;
+	int rc;
+
+	st.uid = uid;
+	*err = NULL;
+	rc = xsite_report_prepare(reports, &st, &traffic, err);
+	free(traffic);
+	return rc;
+}
+
+static int stale_count(uint32_t job)
+{
+	char prefix[32];
+	struct dirent *e;
+	DIR *d = opendir(reports);
+	int n = 0;
+
+	snprintf(prefix, sizeof(prefix), ".stale.%u.", job);
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+/* As uid, in a child: create a file in dir; 0 when it could. */
+static int user_creates(uid_t uid, const char *dir)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		char p[1200];
+
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(2);
+		snprintf(p, sizeof(p), "%s/planted", dir);
+		_exit(open(p, O_WRONLY | O_CREAT | O_EXCL, 0600) < 0 ? 1 : 0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* An ACL on fd giving uid rwx (what a user can set on a directory of theirs). */
+static int acl_for(const char *path, uid_t uid)
+{
+	struct {
+		uint32_t version;
+		struct { uint16_t tag, perm; uint32_t id; } __attribute__((packed)) e[5];
+	} __attribute__((packed)) acl = { htole32(2), {
+		{ htole16(0x01), htole16(7), 0xffffffffU },
+		{ htole16(0x02), htole16(7), htole32(uid) },
+		{ htole16(0x04), htole16(0), 0xffffffffU },
+		{ htole16(0x10), htole16(7), 0xffffffffU },
+		{ htole16(0x20), htole16(0), 0xffffffffU } } };
+
+	return setxattr(path, "system.posix_acl_access", &acl, sizeof(acl), 0);
+}
+
+static void test_reuse(void)
+{
+	struct stat st;
+	char *err = NULL, *text;
+	double secs;
+	int rc, acl;
+
+	/* job 120 of nobody runs a step and ends; a new job 120 comes */
+	text = step_with(120, plant_valid, &secs, &err);
+	free(text);
+	free(err);
+	acl = acl_for(path_of("reports/120/mpi"), OTHER);
+	rc = xsite_report_job_end(reports, 120, owner, &err);
+	ok(rc == 0 && stat(path_of("reports/120/mpi"), &st) == 0 && st.st_uid == 0 &&
+	   (st.st_mode & 07777) == 0700 && user_creates(owner, path_of("reports/120/mpi")) == 1,
+	   "at the job's end mpi/ is root's (0700): its owner can no longer write there");
+	if (acl == 0)
+		ok(getxattr(path_of("reports/120/mpi"), "system.posix_acl_access", NULL, 0) < 0 &&
+		   errno == ENODATA && user_creates(OTHER, path_of("reports/120/mpi")) == 1,
+		   "an ACL the user put on mpi/ is removed with it");
+	else
+		printf("ok %d # SKIP no POSIX ACLs on %s\n", ++test_no, tmpdir);
+	free(err);
+	text = slurp(path_of("reports/120/.job"));
+	ok(has(text, "xsite-job uid=65534 made=") && !has(text, "ended=0"), "the stamp says the job ended");
+	free(text);
+
+	rc = prepare(120, owner, &err);
+	ok(rc == 1 && has(err, "ReportDir") && has(err, "120/ was an earlier job's (uid 65534, ended): moved to "
+						     ".stale.120.") &&
+	   stale_count(120) == 1 && access(path_of("reports/120/report.json"), F_OK) < 0,
+	   "a new job with the id of an ended one gets a fresh directory; the old one is moved aside");
+	diag("note", err);
+	free(err);
+
+	rc = prepare(121, owner, &err);
+	free(err);
+	put(path_of("reports/121/report.json"), "{}", 0);
+	rc = prepare(121, OTHER, &err);
+	ok(rc == 1 && has(err, "121/ was an earlier job's (uid 65534, no end seen)") && stale_count(121) == 1 &&
+	   access(path_of("reports/121/report.json"), F_OK) < 0,
+	   "a job of another uid with a running job's id: the other's directory is moved aside");
+	free(err);
+
+	mkdir(path_of("reports/122"), 0700);
+	put(path_of("reports/122/report.json"), "{}", 0);
+	rc = prepare(122, owner, &err);
+	ok(rc == 1 && has(err, "122/ had no identity stamp (an earlier job's): moved to .stale.122.") &&
+	   stale_count(122) == 1, "a directory without an identity stamp is moved aside");
+	free(err);
+
+	{
+		struct xsite_report_step s2 = step_of(121, "1");
+		char *t2 = NULL;
+		int lock = -1;
+
+		s2.uid = owner;
+		rc = xsite_report_finish(lua, reports, &s2, "{}", MAX_TRAFFIC, &t2, &lock, &err);
+		ok(rc < 0 && has(err, "121/ is not this job's (made for uid 4243)"),
+		   "a step ending sees another job's directory: no record written there");
+		free(err);
+		free(t2);
+	}
+
+	rc = prepare(123, owner, &err);
+	free(err);
+	rc = prepare(123, owner, &err);
+	ok(rc == 0 && err == NULL && stale_count(123) == 0, "the job's next step keeps the job's directory");
+	free(err);
+}
+
+/* ---- ReportRetention ---------------------------------------------------------- */
+
+static void age(const char *path, long seconds)
+{
+	struct timespec t[2];
+
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= seconds;
+	t[1] = t[0];
+	utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
+}
+
+static void test_prune(void)
+{
+	struct xsite_prune done;
+	char *err = NULL, *p;
+	const long day = 86400, keep = 30 * day;
+	int i, rc, calls, max_scanned = 0, max_files = 0, deep;
+
+	/* a fresh ReportDir */
+	snprintf(reports, sizeof(reports), "%s/prune", tmpdir);
+	/* old ended jobs, one with 10000 files and a deep tree and links out in mpi/ */
+	for (i = 200; i < 260; i++) {
+		rc = prepare((uint32_t)i, owner, &err);
+		free(err);
+		xsite_report_job_end(reports, (uint32_t)i, owner, &err);
+		free(err);
+	}
+	run("cd %s/prune/200/mpi && seq 1 10000 | xargs touch && ln -s %s/outside link && "
+	    "ln -s / root && mkdir -p d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d && touch d/d/d/d/d/d/d/d/d/d/d/d/d/f",
+	    tmpdir, tmpdir);
+	put(path_of("outside"), "keep me", 0);
+	for (i = 200; i < 260; i++)
+		age(path_of("prune/%d", i), keep + day);
+	/* young ones, an old one whose end was never seen, a moved-aside one */
+	for (i = 300; i < 310; i++) {
+		prepare((uint32_t)i, owner, &err);
+		free(err);
+	}
+	prepare(400, owner, &err);
+	free(err);
+	age(path_of("prune/400"), keep + day);
+	prepare(401, owner, &err);
+	free(err);
+	age(path_of("prune/401"), 2 * keep + day);
+	mkdir(path_of("prune/.stale.500.abcdefghij"), 0700);
+	age(path_of("prune/.stale.500.abcdefghij"), keep + day);
+	/* what is not xsite's is left alone: a file, a directory of another name */
+	put(path_of("prune/README"), "admin's", 0);
+	mkdir(path_of("prune/admin"), 0700);
+	age(path_of("prune/admin"), 3 * keep);
+	if (symlink("/", path_of("prune/600")) < 0)
+		perror("symlink");
+
+	rc = xsite_report_prune(reports, 0, time(NULL), &done, &err);
+	ok(rc == 0 && done.files == 0 && access(path_of("prune/200"), F_OK) == 0, "ReportRetention=0 keeps all");
+
+	for (calls = 0; calls < 100; calls++) {
+		rc = xsite_report_prune(reports, keep, time(NULL), &done, &err);
+		if (rc < 0) {
+			diag("prune", err);
+			free(err);
+			break;
+		}
+		if ((int)done.scanned > max_scanned)
+			max_scanned = (int)done.scanned;
+		if ((int)done.files > max_files)
+			max_files = (int)done.files;
+		if (done.wrapped && done.files == 0)
+			break;
+	}
+	ok(rc == 0 && calls > 2 && max_scanned <= XSITE_PRUNE_SCAN && max_files <= XSITE_PRUNE_FILES,
+	   "pruning works in bounded steps: %d calls, at most %d entries looked at and %d files removed a call",
+	   calls, max_scanned, max_files);
+	for (i = 200, rc = 0; i < 260; i++)
+		rc += access(path_of("prune/%d", i), F_OK) == 0;
+	ok(rc == 0, "ended jobs older than ReportRetention are removed (%d of 60 left)", rc);
+	p = slurp(path_of("outside"));
+	ok(p != NULL && strcmp(p, "keep me") == 0 && access("/etc/passwd", F_OK) == 0,
+	   "a symbolic link in a job's directory is removed, not followed");
+	free(p);
+	for (i = 300, rc = 0; i < 310; i++)
+		rc += access(path_of("prune/%d", i), F_OK) == 0;
+	ok(rc == 10, "young jobs stay");
+	ok(access(path_of("prune/400"), F_OK) == 0 && access(path_of("prune/401"), F_OK) < 0,
+	   "a job whose end was never seen stays for twice ReportRetention");
+	ok(access(path_of("prune/.stale.500.abcdefghij"), F_OK) < 0, "an old moved-aside directory is removed");
+	{
+		struct stat st;
+
+		ok(access(path_of("prune/README"), F_OK) == 0 && access(path_of("prune/admin"), F_OK) == 0 &&
+		   lstat(path_of("prune/600"), &st) == 0 && S_ISLNK(st.st_mode),
+		   "what is not a job's directory is left alone (a file, another name, a link named 600)");
+	}
+	deep = 0;
+	{
+		DIR *d = opendir(reports);
+		struct dirent *e;
+
+		while (d != NULL && (e = readdir(d)) != NULL)
+			deep += strncmp(e->d_name, ".stale.deep.", 12) == 0;
+		if (d != NULL)
+			closedir(d);
+	}
+	ok(deep == 0, "a tree deeper than %d levels is removed too (moved up, then removed)", XSITE_PRUNE_DEPTH);
+	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
+}
+
+/* ---- the --xsite-report writer, which the user can stop or kill -------------- */
+
+static void test_wait(void)
+{
+	int fds[2], status;
+	char msg[64];
+	enum xsite_wait how;
+	double t0;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	close(fds[1]);
+	t0 = now_s();
+	how = xsite_child_wait(pid, fds[0], 300, msg, sizeof(msg), &status);
+	close(fds[0]);
+	ok(how == XSITE_WAIT_KILLED && now_s() - t0 < 1.5 && kill(pid, 0) < 0,
+	   "a child that stops itself: killed and reaped at the deadline (%.2f s for 0.3 s)", now_s() - t0);
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		close(fds[1]);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	t0 = now_s();
+	how = xsite_child_wait(pid, fds[0], 300, msg, sizeof(msg), &status);
+	close(fds[0]);
+	ok(how == XSITE_WAIT_KILLED && now_s() - t0 < 1.5,
+	   "a child that closes the pipe but does not exit: killed at the deadline (%.2f s)", now_s() - t0);
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		if (write(fds[1], "half a message", 14) < 0)
+			_exit(3);
+		raise(SIGKILL);
+		_exit(0);
+	}
+	close(fds[1]);
+	how = xsite_child_wait(pid, fds[0], 5000, msg, sizeof(msg), &status);
+	close(fds[0]);
+	ok(how == XSITE_WAIT_EXITED && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+	   strcmp(msg, "half a message") == 0, "a child killed: seen at once, with what it wrote");
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		char big[4096];
+
+		memset(big, 'x', sizeof(big));
+		while (write(fds[1], big, sizeof(big)) > 0)
+			;
+		_exit(0);
+	}
+	close(fds[1]);
+	t0 = now_s();
+	how = xsite_child_wait(pid, fds[0], 300, msg, sizeof(msg), &status);
+	close(fds[0]);
+	ok(how == XSITE_WAIT_KILLED && strlen(msg) == sizeof(msg) - 1 && now_s() - t0 < 1.5,
+	   "a child writing without end: root keeps %zu bytes, and kills it at the deadline", sizeof(msg) - 1);
+}
+
+/* A thread that stops (or kills) every child of the main thread as soon as it appears. */
+static struct {
+	pid_t tid;
+	int sig, caught, stop;
+} watcher;
+
+/* A child of this process (the first found), or 0: /proc's children list, else a scan of /proc. */
+static pid_t a_child(const char *children)
+{
+	char buf[256], stat_path[300];
+	struct dirent *e;
+	pid_t found = 0;
+	ssize_t n;
+	DIR *d;
+	int fd = open(children, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		return (pid_t)atoi(buf);
+	}
+	d = opendir("/proc");
+	while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
+		int ppid = 0;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(stat_path, sizeof(stat_path), "/proc/%s/stat", e->d_name);
+		f = fopen(stat_path, "r");
+		if (f != NULL && fscanf(f, "%*d (%*[^)]) %*c %d", &ppid) == 1 && ppid == getpid())
+			found = (pid_t)atoi(e->d_name);
+		if (f != NULL)
+			fclose(f);
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+static void *watch(void *arg)
+{
+	char path[64];
+	pid_t child;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)watcher.tid);
+	while (!__atomic_load_n(&watcher.stop, __ATOMIC_SEQ_CST)) {
+		child = a_child(path);
+		if (child > 0 && kill(child, watcher.sig) == 0)
+			__atomic_store_n(&watcher.caught, 1, __ATOMIC_SEQ_CST);
+		usleep(200);
+	}
+	return NULL;
+}
+
+/* The copy of a big record with the writer stopped or killed as it runs; its result and time. */
+static int copy_attacked(int sig, const char *text, char **err, double *secs, int *caught)
+{
+	struct xsite_report_step st = step_of(130, "0");
+	pthread_t t;
+	double t0;
+	int rc;
+
+	watcher.tid = (pid_t)syscall(SYS_gettid);
+	watcher.sig = sig;
+	watcher.caught = 0;
+	watcher.stop = 0;
+	pthread_create(&t, NULL, watch, NULL);
+	t0 = now_s();
+	rc = xsite_report_copy(text, path_of("copies/attacked.json"), NULL, &st, 1000, err);
+	*secs = now_s() - t0;
+	__atomic_store_n(&watcher.stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(t, NULL);
+	*caught = watcher.caught;
+	return rc;
+}
+
+static int only_file(const char *dir, const char *name)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int n = 0, found = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		n++;
+		found += strcmp(e->d_name, name) == 0;
+	}
+	if (d != NULL)
+		closedir(d);
+	return n == 1 && found;
+}
+
+static void test_copy(void)
+{
+	struct xsite_report_step st = step_of(130, "0");
+	struct stat s;
+	char *err = NULL, *text, *big;
+	const size_t big_len = 256UL << 20;
+	double secs;
+	int rc, caught, tries;
+
+	mkdir(path_of("copies"), 0755);
+	own(path_of("copies"), owner);
+	rc = xsite_report_copy("{\"a\":1}\n", ".", path_of("copies"), &st, 5000, &err);
+	text = slurp(path_of("copies/xsite-report-130.json"));
+	ok(rc == 0 && text != NULL && strcmp(text, "{\"a\":1}\n") == 0 &&
+	   stat(path_of("copies/xsite-report-130.json"), &s) == 0 && s.st_uid == owner &&
+	   (s.st_mode & 0777) == 0640 && only_file(path_of("copies"), "xsite-report-130.json"),
+	   "the copy is the user's (0640), and no temporary file is left");
+	free(text);
+	free(err);
+
+	put(path_of("root-target"), "root's", 0);
+	if (symlink(path_of("root-target"), path_of("copies/linked.json")) < 0)
+		perror("symlink");
+	own(path_of("copies/linked.json"), owner);
+	rc = xsite_report_copy("{}\n", path_of("copies/linked.json"), NULL, &st, 5000, &err);
+	text = slurp(path_of("root-target"));
+	ok(rc == 0 && text != NULL && strcmp(text, "root's") == 0 &&
+	   lstat(path_of("copies/linked.json"), &s) == 0 && S_ISREG(s.st_mode),
+	   "a symbolic link at the copy's place is replaced, never written through");
+	free(text);
+	free(err);
+
+	rc = xsite_report_copy("{}\n", "/proc/nowhere/x.json", NULL, &st, 5000, &err);
+	ok(rc < 0 && has(err, "--xsite-report: cannot create /proc/nowhere/x.json.") &&
+	   !has(err, "x.json.tmp."), "a copy that cannot be made says so; its new name is random (%s)", err);
+	free(err);
+
+	rc = xsite_report_copy("{}\n", "out\x1b[2J.json", "/nonexistent\n\x1b]0;x\x07", &st, 5000, &err);
+	ok(rc < 0 && has(err, "cannot enter the job's working directory") && printable(err),
+	   "a working directory with control characters reaches the message escaped");
+	diag("message", err);
+	free(err);
+
+	/* the writer of a 256 MiB record, stopped as it runs: root waits 1 s, no more */
+	big = malloc(big_len + 1);
+	memset(big, 'x', big_len);
+	big[big_len] = '\0';
+	for (tries = 0, caught = 0; tries < 5 && !caught; tries++)
+		rc = copy_attacked(SIGSTOP, big, &err, &secs, &caught);
+	ok(caught && rc < 0 && has(err, "the writer (uid 65534) did not finish within 1 s") && secs < 4,
+	   "the writer stopped (SIGSTOP) by its user: root kills it and goes on after %.2f s (deadline 1 s)",
+	   secs);
+	diag("message", err);
+	free(err);
+	for (tries = 0, caught = 0; tries < 5 && !caught; tries++)
+		rc = copy_attacked(SIGKILL, big, &err, &secs, &caught);
+	ok(caught && rc < 0 && has(err, "the writer died (Killed)") && secs < 2,
+	   "the writer killed by its user: root goes on at once (%.2f s)", secs);
+	free(err);
+	free(big);
+}
+
+/* ---- remote.c: the plugin's slurmstepd entry points ------------------------- */
+
+static void test_remote(void)
+{
+	struct xsite_config cfg = { config_path, false, true, (char *)lua_dir };
+	struct spank_handle sp = { 140, 0, 0, OWNER, OWNER, { "" } };
+	const char *traffic;
+	struct stat st;
+	char *text;
+
+	snprintf(sp.env[0], sizeof(sp.env[0]), "SLURM_JOB_NODELIST=alpha1,beta1");
+	snprintf(sp.env[1], sizeof(sp.env[1]), "SLURM_STEP_NODELIST=alpha1,beta1");
+	snprintf(sp.env[2], sizeof(sp.env[2]), "SLURM_SPANK_XSITE_REPORT=copy-%%j.json");
+	snprintf(sp.env[3], sizeof(sp.env[3]), "PWD=%s", path_of("copies"));
+	nlogged = nset = 0;
+	xsite_remote_post_opt(&sp, &cfg);
+	traffic = exported("XSITE_TRAFFIC_FILE");
+	ok(traffic != NULL && has(traffic, "/reports/140/mpi/traffic-0.json") && nlogged == 0,
+	   "init_post_opt: the job's directory, XSITE_TRAFFIC_FILE exported, nothing logged");
+	diag("log", log_lines(""));
+	plant_huge(traffic);
+	xsite_remote_exit(&cfg);
+	text = slurp(path_of("reports/140/report.json"));
+	ok(has(text, "over TrafficMaxSize (65536 bytes); not read") && log_count("error:") == 0 &&
+	   stat(path_of("copies/copy-140.json"), &st) == 0 && st.st_uid == OWNER,
+	   "exit: a 64 MiB traffic record is not read, the record and the user's copy are written");
+	diag("log", log_lines(""));
+	free(text);
+
+	/* a user's working directory with control characters: the log line is escaped */
+	sp.jobid = 141;
+	snprintf(sp.env[3], sizeof(sp.env[3]), "PWD=/gone\n\x1b[2Jfake: xsite: all is well");
+	nlogged = nset = 0;
+	xsite_remote_post_opt(&sp, &cfg);
+	xsite_remote_exit(&cfg);
+	ok(log_count("error: xsite: report: job 141: --xsite-report=copy-%j.json: cannot enter the job's "
+		     "working directory /gone\\x0a\\x1b[2Jfake") == 1 && printable(log_lines("")),
+	   "exit: a failed copy is one escaped log line, and the step goes on");
+	diag("log", log_lines(""));
+
+	/* job_epilog: the job's directory is taken back */
+	nlogged = 0;
+	sp.jobid = 140;
+	xsite_remote_job_epilog(&sp, &cfg);
+	ok(stat(path_of("reports/140/mpi"), &st) == 0 && st.st_uid == 0 && (st.st_mode & 0777) == 0700 &&
+	   nlogged == 0, "job_epilog: mpi/ is root's again");
+	diag("log", log_lines(""));
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+/* The testbed's xsite.conf with this test's ReportDir and TrafficMaxSize. */
+static int write_config(void)
+{
+	char *text = slurp(site_config), *l;
+	FILE *f;
+
+	if (text == NULL)
+		return -1;
+	l = strstr(text, "LinkStateFile=");
+	if (l != NULL)
+		l[0] = '#';
+	l = strstr(text, "ReportDir=");
+	if (l != NULL)
+		l[0] = '#';
+	snprintf(config_path, sizeof(config_path), "%s/xsite.conf", tmpdir);
+	f = fopen(config_path, "w");
+	if (f == NULL) {
+		free(text);
+		return -1;
+	}
+	fprintf(f, "%s\nReportDir=%s\nTrafficMaxSize=64KiB\n", text, reports);
+	fclose(f);
+	free(text);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = getenv("TMPDIR");
+	char *err = NULL;
+
+	lua_dir = argc > 1 ? argv[1] : XSITE_TEST_LUADIR;
+	site_config = argc > 2 ? argv[2] : XSITE_TEST_CONFIG;
+	if (geteuid() != 0) {
+		printf("1..0 # SKIP not root: these tests chown files to other users and run as them\n");
+		return 0;
+	}
+	if (getpwuid(OWNER) == NULL) {
+		printf("1..0 # SKIP no user with uid %d (nobody)\n", OWNER);
+		return 0;
+	}
+	owner_gid = getpwuid(OWNER)->pw_gid;
+	snprintf(tmpdir, sizeof(tmpdir), "%s/xsite-spank-hostile.XXXXXX", base && base[0] ? base : "/tmp");
+	if (mkdtemp(tmpdir) == NULL || chmod(tmpdir, 0755) < 0) {
+		printf("Bail out! cannot create a temporary directory\n");
+		return 1;
+	}
+	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
+	lua = xsite_lua_open(lua_dir, &err);
+	if (lua == NULL || write_config() < 0 || xsite_lua_load_config(lua, config_path) < 0) {
+		printf("Bail out! cannot load the library or %s: %s\n", config_path,
+		       err ? err : lua ? xsite_lua_error(lua) : "?");
+		return 1;
+	}
+	/* a user's writer that is stopped must not stop this program's exit */
+	signal(SIGPIPE, SIG_IGN);
+
+	test_traffic();
+	test_mount();
+	test_reuse();
+	test_prune();
+	test_wait();
+	test_copy();
+	test_remote();
+	printf("1..%d\n", test_no);
+
+	xsite_lua_close(lua);
+	if (getenv("XSITE_KEEP") == NULL)
+		run("rm -rf '%s'", tmpdir);
+	else
+		diag("kept", tmpdir);
+	return failures == 0 ? 0 : 1;
+}
