@@ -597,7 +597,7 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 		if (errno == ENOENT)
 			*note = xsite_fmt("no MPI traffic record (libxsite not loaded, or no MPI in the step)");
 		else
-			*note = xsite_fmt("MPI traffic record ignored: %s: %s", name,
+			*note = xsite_fmt("MPI traffic record %s ignored: %s", name,
 					  errno == ELOOP ? "a symbolic link" : strerror(errno));
 		unlinkat(mpi, name, 0);
 		close(mpi);

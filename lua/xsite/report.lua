@@ -220,7 +220,7 @@ function M.step_start(cfg, a, state, tuned)
       rec.prediction = M.predict(cfg, prof, nodes.split[1], nodes.split[2], link)
     end
   else
-    notes[#notes + 1] = "no prediction: " .. perr
+    notes[#notes + 1] = "no prediction: " .. printable(perr, 300)
   end
   rec.steps = json.array({ { step = a.step, nodes = step_nodes, start = a.start,
     mpi = json.null, notes = json.array({}) } })

@@ -1,6 +1,8 @@
 -- Generated-input (fuzz) specs of every parser: hostlist.expand, config.parse,
 -- profile.parse_explicit, units.parse (each kind), config.parse_link_state
--- and json.decode.
+-- and json.decode; and what root runs in slurmstepd on a job owner's traffic
+-- record, report.step_end (fewer cases: each builds a record), whose record
+-- report.text must then print without a control character on every Lua.
 --
 -- Each parser gets CASES inputs: a third random bytes, a third random tokens
 -- of its grammar, a third valid inputs, most of them mutated.  For every case
@@ -101,11 +103,11 @@ end
 
 -- Run CASES cases; `gen(r, i)` makes an input, `call(input)` runs the parser,
 -- `check(input, ...)` returns nil for an acceptable outcome or why not.
-local function run(salt, gen, call, check)
+local function run(salt, gen, call, check, cases)
   local r = new_rng(SEED + salt)
   local failures = {}
   local old_hook, old_mask, old_count = debug.gethook()
-  for i = 1, CASES do
+  for i = 1, cases or CASES do
     local input = gen(r, i)
     in_call = true
     debug.sethook(runaway, "", LIMIT)  -- also restarts the count
@@ -545,6 +547,52 @@ local function check_json(input, v, err)
   return nil
 end
 
+-- report.step_end on a traffic record: libxsite's, built here, then mutated
+-- with tokens of JSON and values a field should never hold.
+
+local report = require("xsite.report")
+
+local TRAFFIC_TOKENS = { "-1", "1e999", "1.5", "0", "18446744073709551616", '"x"', '"\\u001b[2J"', "null", "[]",
+  "{}", "[[[[[[[[[[1]]]]]]]]]]", ",", ":", "{", "}", "[", "]", '"', "\0", "\27", "\255", '"gamma":[0]',
+  '"alpha":[0,0]', string.rep("9", 400) }
+
+local TRAFFIC_START
+
+local function gen_traffic(r, i)
+  if i % 10 == 0 then return random_bytes(r, 200) end
+  local ranks = r(6)
+  local sites, matrix = { alpha = json.array({}), beta = json.array({}) }, json.array({})
+  for k = 0, ranks - 1 do
+    local list = sites[k % 2 == 0 and "alpha" or "beta"]
+    list[#list + 1] = k
+    local row = json.array({})
+    for j = 1, ranks do row[j] = r(100000) - 1 end
+    matrix[k + 1] = row
+  end
+  local p2p, coll, pm, cm = r(1e6), r(1e6), r(1e3), r(1e3)
+  local s = json.encode({ version = 1, job = r(2) == 1 and 42 or "42", step = 0, ranks = ranks, sites = sites,
+    cross = { bytes = p2p + coll, messages = pm + cm, p2p_bytes = p2p, p2p_messages = pm, coll_bytes = coll,
+      coll_messages = cm }, matrix = r(3) == 1 and json.null or matrix })
+  if r(5) == 1 then return s end
+  return mutate(r, s, TRAFFIC_TOKENS)
+end
+
+local function step_end(text)
+  return report.step_end(TRAFFIC_START, 1010, text, nil, nil)
+end
+
+local function check_traffic(_, rec, log)
+  local ok, err = report.validate(rec)
+  if not ok then return "not a valid record: " .. err end
+  for _, line in ipairs(log) do
+    if line:find("[%c\128-\255]") then return "a log line that is not printable ASCII: " .. line end
+  end
+  local shown, text = pcall(report.text, rec, nil, 1.1)
+  if not shown then return "report.text raised: " .. tostring(text) end
+  if text:gsub("\n", ""):find("%c") then return "a control character in report.text" end
+  return nil
+end
+
 -- the specs ----------------------------------------------------------------
 
 describe("fuzz (seed " .. SEED .. ", " .. CASES .. " cases per parser)", function()
@@ -597,5 +645,13 @@ describe("fuzz (seed " .. SEED .. ", " .. CASES .. " cases per parser)", functio
   it("config.parse_link_state returns a valid state or nil and a file:line message (seed " .. SEED .. ")",
     function()
       run(40, gen_state, function(text) return config.parse_link_state(text, "fuzz.state") end, check_state)
+    end)
+
+  it("report.step_end takes any traffic record into a valid record that prints clean (seed " .. SEED .. ")",
+    function()
+      local c = assert(config.parse(read(HERE .. "/../../site-configs/testbed.conf"), "testbed.conf"))
+      TRAFFIC_START = json.encode(report.step_start(c, { job = "42", step = "0", user = "alice", uid = "1001",
+        job_nodes = "alpha1,beta1", profile = "medium", start = 1000 }))
+      run(60, gen_traffic, step_end, check_traffic, 3000)
     end)
 end)

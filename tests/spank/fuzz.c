@@ -7,17 +7,37 @@
  *   environment (lua_bridge.c against the real xsite Lua library and the
  *   testbed's xsite.conf), fed with random and mutated inputs.
  *
+ * Two more targets are the parsers root runs on a user's data in
+ * slurmstepd, through the real bridge as remote.c calls them:
+ *
+ *   traffic   libxsite's traffic record, which the job's owner can write
+ *             as they like: xsite.spank.step_end (xsite.json.decode under
+ *             xsite.report.TRAFFIC_JSON, the schema check, the merge into
+ *             the job's record), with records mutated byte by byte and
+ *             field by field (numbers out of range, strings with control
+ *             characters, deep nesting, unknown sites, wrong shapes, junk);
+ *   profile   an explicit --comm-profile (op=...,b=...,x=...), which the
+ *             job's environment carries into slurmstepd: xsite.profile.resolve
+ *             (and its cache of explicit specs) through check_profile, and
+ *             xsite.spank.step_start, which puts it into the record.
+ *
  * For every case: no crash, and either acceptance or a rejection with a
  * clear message: one line, starting with "xsite: " and naming the key, the
- * flag or its twin.  Where the rule is simple the outcome itself is checked
- * against an independent model (plugstack arguments, --site-affinity,
- * --xsite-report, repeats).  Leaks: run it under valgrind or ASan
- * (tests/spank/valgrind.sh does the unit tests; see the report of issue 4).
+ * flag or its twin (root's parsers: step_end and step_start never fail,
+ * what they log is printable ASCII, and no control character reaches the
+ * record).  Where the rule is simple the outcome itself is checked against
+ * an independent model (plugstack arguments, --site-affinity,
+ * --xsite-report, repeats, a well-formed traffic record or explicit profile
+ * is accepted).  Leaks and memory errors: tests/spank/fuzz-asan is this
+ * program built with -fsanitize=address,undefined (make check runs a short
+ * slice; tests/bench/fuzz runs a million cases).
  *
- * Usage: fuzz [CASES [SEED]] (default 100000 cases, seed 1; also
- * XSITE_FUZZ_CASES, XSITE_FUZZ_SEED); the library and the config are
- * compiled in (XSITE_TEST_LUADIR, XSITE_TEST_CONFIG).  One TAP test per
- * target; the first failing case of each is printed with its inputs.
+ * Usage: fuzz [CASES [SEED]] (default 30000 cases, seed 1; also
+ * XSITE_FUZZ_CASES, XSITE_FUZZ_SEED; XSITE_FUZZ_TARGETS=root runs the two
+ * targets of root's parsers only, half the cases each); the library and the
+ * config are compiled in (XSITE_TEST_LUADIR, XSITE_TEST_CONFIG).  One TAP
+ * test per target; the first failing case of each is printed with its
+ * inputs.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -460,9 +480,346 @@ static void fuzz_task_env(struct target *t, struct xsite_lua *x)
 	free(nodes);
 }
 
+/* ---- root's parsers: the traffic record ---------------------------------------- */
+
+/* A growing text of at most TEXT_MAX bytes. */
+#define TEXT_MAX (96 * 1024)
+
+struct text {
+	char s[TEXT_MAX + 1];
+	size_t n;
+};
+
+static void add(struct text *t, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+static void add(struct text *t, const char *format, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->n >= TEXT_MAX)
+		return;
+	va_start(ap, format);
+	n = vsnprintf(t->s + t->n, TEXT_MAX + 1 - t->n, format, ap);
+	va_end(ap);
+	t->n += n > 0 ? (size_t)n : 0;
+	if (t->n > TEXT_MAX)
+		t->n = TEXT_MAX;
+}
+
+/* Values a field may get instead of its own: numbers out of range, wrong types. */
+static const char *const hostile_values[] = {
+	"-1", "-0", "0", "1.5", "1e999", "-1e999", "1e-999", "18446744073709551616", "9007199254740993",
+	"123456789012345678901234567890123456789012345678901234567890", "01", "1.", ".5", "1e", "0x10",
+	"NaN", "Infinity", "null", "true", "false", "\"\"", "\"42\"", "\"\\u001b[2J\\u0007\"",
+	"\"\\ud800\"", "\"\\u0000\"", "[]", "{}", "[[[[[[[[[[[[1]]]]]]]]]]]]", "{\"a\":{\"b\":{}}}",
+	"\"alpha\"", "[0,1]", "[[0]]", "{\"gamma\":[0]}", "{\"alpha\":[0,0]}", "{\"alpha\":[5]}",
+};
+
+static const char *const json_specials[] = { "{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "e", "-",
+	".", "\x00", "\x1b", "\xff", "\xc2\x9b", " ", "\n" };
+
+/* field (text ending in ',') put first in the object t, if t is one and it fits. */
+static void first_field(struct text *t, const struct text *field)
+{
+	if (t->n < 2 || t->s[0] != '{' || t->n + field->n > TEXT_MAX)
+		return;
+	memmove(t->s + 1 + field->n, t->s + 1, t->n);
+	memcpy(t->s + 1, field->s, field->n);
+	t->n += field->n;
+}
+
+/*
+ * libxsite's record for job 42: ranks 1..8 split between alpha and beta,
+ * counts that add up, a matrix or null.  *valid: nothing was changed.
+ */
+static void gen_traffic(struct text *t, int *valid)
+{
+	static struct text extra;
+	int ranks = 1 + (int)pick(8), r, c, i, k, matrix = (int)pick(4) != 0;
+	unsigned long long p2p = pick(1000000), coll = pick(1000000), pm = pick(1000), cm = pick(1000);
+
+	t->n = 0;
+	*valid = 1;
+	if (pick(20) == 0) {
+		/* random bytes */
+		size_t n = pick(2048);
+
+		for (i = 0; i < (int)n; i++)
+			t->s[i] = (char)(1 + pick(255));
+		t->s[n] = '\0';
+		t->n = n;
+		*valid = 0;
+		return;
+	}
+	add(t, "{\"version\":1,\"job\":%s,\"step\":0,\"ranks\":%d,\"sites\":{", pick(2) ? "42" : "\"42\"",
+	    ranks);
+	add(t, "\"alpha\":[");
+	for (r = 0; r < (ranks + 1) / 2; r++)
+		add(t, "%s%d", r ? "," : "", r);
+	add(t, "]");
+	if (ranks > 1) {
+		add(t, ",\"beta\":[");
+		for (r = (ranks + 1) / 2; r < ranks; r++)
+			add(t, "%s%d", r > (ranks + 1) / 2 ? "," : "", r);
+		add(t, "]");
+	}
+	add(t, "},\"cross\":{\"bytes\":%llu,\"messages\":%llu,\"p2p_bytes\":%llu,\"p2p_messages\":%llu,"
+	    "\"coll_bytes\":%llu,\"coll_messages\":%llu},", p2p + coll, pm + cm, p2p, pm, coll, cm);
+	add(t, "\"collectives\":\"site-aware\",\"large_msg\":4194304,\"streams\":2,\n\"per_rank\":[");
+	for (r = 0; r < ranks; r++)
+		add(t, "%s{\"rank\":%d,\"site\":\"%s\",\"host\":\"node%d\",\"cross_bytes\":0,"
+		    "\"cross_messages\":0}", r ? "," : "", r, r < (ranks + 1) / 2 ? "alpha" : "beta", r);
+	add(t, "],\n\"matrix\":");
+	if (!matrix) {
+		add(t, "null");
+	} else {
+		add(t, "[");
+		for (r = 0; r < ranks; r++) {
+			add(t, "%s[", r ? "," : "");
+			for (c = 0; c < ranks; c++)
+				add(t, "%s%llu", c ? "," : "", r == c ? 0ULL : (unsigned long long)pick(100000));
+			add(t, "]");
+		}
+		add(t, "]");
+	}
+	add(t, "}\n");
+	if (pick(8) == 0)
+		return;
+	*valid = 0;
+	for (k = 1 + (int)pick(3); k > 0; k--) {
+		size_t at = pick(t->n + 1), len, m;
+		const char *v;
+		char *end;
+
+		switch (pick(8)) {
+		case 0: /* a value replaced: the token after a ':' or a '[' or a ',' */
+			for (i = 0; i < 8 && at < t->n && !strchr(":[,", t->s[at]); i++)
+				at = pick(t->n);
+			if (at >= t->n)
+				break;
+			at++;
+			end = t->s + at + strcspn(t->s + at, ",]}");
+			v = hostile_values[pick(NELEM(hostile_values))];
+			len = strlen(v);
+			m = (size_t)(end - (t->s + at));
+			if (t->n - m + len > TEXT_MAX)
+				break;
+			memmove(t->s + at + len, t->s + at + m, t->n - at - m + 1);
+			memcpy(t->s + at, v, len);
+			t->n = t->n - m + len;
+			break;
+		case 1: /* a special character or sequence inserted */
+			v = json_specials[pick(NELEM(json_specials))];
+			len = strlen(v) ? strlen(v) : 1;
+			if (t->n + len > TEXT_MAX)
+				break;
+			memmove(t->s + at + len, t->s + at, t->n - at + 1);
+			memcpy(t->s + at, v, len);
+			t->n += len;
+			break;
+		case 2: /* truncated */
+			t->n = at;
+			t->s[at] = '\0';
+			break;
+		case 3: /* a byte flipped */
+			if (at < t->n) {
+				t->s[at] ^= (char)(1 << pick(8));
+				if (t->s[at] == '\0')
+					t->s[at] = '\x01';
+			}
+			break;
+		case 4: /* deep nesting in front of a value */
+			len = 1 + pick(300);
+			if (t->n + 2 * len > TEXT_MAX || at == 0 || t->s[at - 1] != ':')
+				break;
+			memmove(t->s + at + len, t->s + at, t->n - at + 1);
+			memset(t->s + at, '[', len);
+			t->n += len;
+			break;
+		case 5: /* a long array of numbers as an extra field */
+			extra.n = 0;
+			add(&extra, "\"extra\":[");
+			for (m = 0, len = pick(5000); m < len; m++)
+				add(&extra, "%s%u", m ? "," : "", (unsigned)pick(10));
+			add(&extra, "],");
+			first_field(t, &extra);
+			break;
+		case 6: /* a long string with escapes */
+			extra.n = 0;
+			add(&extra, "\"version\":\"");
+			for (m = 0, len = pick(600); m < len; m++)
+				add(&extra, "%s", pick(4) ? "x" : "\\u001b");
+			add(&extra, "\",");
+			first_field(t, &extra);
+			break;
+		default: /* a span repeated */
+			len = pick(t->n - at + 1);
+			if (t->n + len > TEXT_MAX)
+				break;
+			memmove(t->s + at + len, t->s + at, t->n - at + 1);
+			memmove(t->s + at + len, t->s + at, len);
+			t->n += len;
+			break;
+		}
+		t->s[t->n] = '\0';
+		t->n = strlen(t->s);
+	}
+}
+
+/* Printable ASCII only, and at most max bytes. */
+static int log_safe(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	for (; s != NULL && *s != '\0'; s++, n++) {
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			return 0;
+	}
+	return n <= max;
+}
+
+static char *previous_record;
+
+static void fuzz_traffic(struct target *t, struct xsite_lua *x, const char *start)
+{
+	static struct text traffic;
+	char *rec = NULL, *log = NULL;
+	int valid, rc, merge = previous_record != NULL && pick(4) == 0;
+
+	gen_traffic(&traffic, &valid);
+	rc = xsite_lua_call(x, "step_end", &rec, &log, 5, start, "1010", traffic.s, "",
+			    merge ? previous_record : "");
+	t->cases++;
+	if (rc < 0) {
+		fail(t, "step_end failed on traffic '%s': %s", show(traffic.s), show(xsite_lua_error(x)));
+		return;
+	}
+	if (strstr(rec, "\"mpi\":{") != NULL)
+		t->accepted++;
+	else
+		t->rejected++;
+	if (strstr(rec, "\"schema\":\"xsite-report\"") == NULL)
+		fail(t, "traffic '%s': not a record: %s", show(traffic.s), show(rec));
+	else if (valid && strstr(rec, "\"mpi\":{") == NULL)
+		fail(t, "a well-formed traffic record was refused: '%s': %s", show(traffic.s), show(rec));
+	else if (!log_safe(log, 4096))
+		fail(t, "traffic '%s': the log line is not printable ASCII: %s", show(traffic.s), show(log));
+	else if (strstr(rec, "\\u00") != NULL || strstr(rec, "\\u007f") != NULL)
+		fail(t, "traffic '%s': a control character in the record: %s", show(traffic.s), show(rec));
+	if (pick(16) == 0) {
+		free(previous_record);
+		previous_record = rec;
+		rec = NULL;
+	}
+	free(rec);
+	free(log);
+}
+
+/* ---- root's parsers: an explicit --comm-profile ------------------------------- */
+
+static const char *const good_values[][6] = {
+	{ "op", "1e12", "5e9", "1k", "2G", "100" },
+	{ "b", "1GB", "10MB", "1KiB", "4096", "2.5TB" },
+	{ "x", "0", "1MB", "10GB", "1", "3MiB" },
+	{ "steps", "0", "100", "1k", "7", "100000" },
+};
+
+static const char *const bad_values[] = {
+	"", "-1", "1e999", "nan", "inf", "0x10", "1e308GB", "1XB", "1 GB", "=", "1,5", "\x1b[2J", "1e-400",
+	"999999999999999999999999999999", "1.5.5", "GB", "op=1", "\xff\xfe",
+};
+
+static const char *const patterns[] = { "alltoall", "halo1d", "halo2d", "halo3d", "tree", "none", "ring" };
+static const char *const upper_keys[] = { "OP", "B", "X", "Steps", "PATTERN" };
+
+/* An explicit profile: *valid when every field is well-formed and the required ones are there. */
+static char *gen_profile(int *valid)
+{
+	struct text t;
+	int fields = 3 + (int)pick(3), i, seen[5] = { 0 }, f;
+
+	t.n = 0;
+	*valid = 1;
+	for (i = 0; i < fields; i++) {
+		f = (int)pick(5);
+		if (i < 3 && !pick(8) == 0)
+			f = i;		/* op, b, x first, mostly */
+		if (seen[f])
+			*valid = 0;	/* given twice */
+		seen[f] = 1;
+		/* keys in any case, blanks around them */
+		add(&t, "%s%s%s=", i ? (pick(10) ? "," : " , ") : "", pick(10) ? "" : " ",
+		    pick(10) ? (f < 4 ? good_values[f][0] : "pattern") : upper_keys[f]);
+		if (f == 4) {
+			const char *p = patterns[pick(NELEM(patterns))];
+
+			add(&t, "%s", p);
+			if (strcmp(p, "ring") == 0)
+				*valid = 0;
+		} else if (pick(6) == 0) {
+			add(&t, "%s", bad_values[pick(NELEM(bad_values))]);
+			*valid = 0;
+		} else {
+			add(&t, "%s", good_values[f][1 + pick(5)]);
+		}
+	}
+	if (!seen[0] || !seen[1] || !seen[2])
+		*valid = 0;
+	if (pick(10) == 0) {
+		/* mutated beyond the grammar */
+		char *m = gen();
+
+		add(&t, "%s", m);
+		free(m);
+		*valid = 0;
+	}
+	if (pick(50) == 0) {
+		/* long */
+		for (i = 0; i < 200; i++)
+			add(&t, ",x=%d", i);
+		*valid = 0;
+	}
+	return strdup(t.s);
+}
+
+static void fuzz_profile(struct target *t, struct xsite_lua *x)
+{
+	char *spec, *rec = NULL;
+	int valid, rc;
+
+	spec = gen_profile(&valid);
+	rc = xsite_lua_check_profile(x, spec);
+	t->cases++;
+	if (rc == 0) {
+		t->accepted++;
+	} else {
+		const char *e = xsite_lua_error(x);
+
+		t->rejected++;
+		if (valid)
+			fail(t, "a well-formed profile was refused: '%s': %s", show(spec), show(e));
+		else if (e == NULL || e[0] == '\0' || (strchr(e, '\n') != NULL && strchr(spec, '\n') == NULL))
+			fail(t, "profile '%s': not a one-line message: %s", show(spec), show(e));
+	}
+	/* in slurmstepd the same value goes into the record: step_start never fails */
+	if (pick(4) == 0) {
+		if (xsite_lua_call(x, "step_start", &rec, NULL, 8, "42", "0", "alice", "1001", "alpha1,beta1", "",
+				   spec, "1000") < 0)
+			fail(t, "step_start failed on profile '%s': %s", show(spec), show(xsite_lua_error(x)));
+		else if (strstr(rec, "\\u00") != NULL || strstr(rec, "\\u007f") != NULL)
+			fail(t, "profile '%s': a control character in the record: %s", show(spec), show(rec));
+		else if (rc == 0 && strstr(rec, "\"prediction\":{") == NULL)
+			fail(t, "profile '%s' accepted, but no prediction: %s", show(spec), show(rec));
+		free(rec);
+	}
+	free(spec);
+}
+
 int main(int argc, char **argv)
 {
-	long cases = 100000, i;
+	long cases = 30000, i;
+	int root_only = 0;
 	const char *env;
 	char *err = NULL;
 	struct xsite_lua *with, *without;
@@ -471,12 +828,17 @@ int main(int argc, char **argv)
 	struct target tchk = { "checks with xsite.conf (xsite_args_check)", 0, 0, 0, 0 };
 	struct target tnoc = { "checks without a configuration (xsite_args_check)", 0, 0, 0, 0 };
 	struct target tenv = { "task environment, hostlists (xsite_lua_task_env)", 0, 0, 0, 0 };
+	struct target ttraffic = { "root: traffic records (xsite.spank.step_end)", 0, 0, 0, 0 };
+	struct target tprofile = { "root: explicit profiles (xsite.profile.resolve, step_start)", 0, 0, 0, 0 };
+	char *start = NULL;
 
 	rng_state = 1;
 	if ((env = getenv("XSITE_FUZZ_CASES")) != NULL)
 		cases = atol(env);
 	if ((env = getenv("XSITE_FUZZ_SEED")) != NULL)
 		rng_state = strtoull(env, NULL, 10);
+	if ((env = getenv("XSITE_FUZZ_TARGETS")) != NULL)
+		root_only = strcmp(env, "root") == 0;
 	if (argc > 1)
 		cases = atol(argv[1]);
 	if (argc > 2)
@@ -484,7 +846,7 @@ int main(int argc, char **argv)
 	if (rng_state == 0)
 		rng_state = 1;
 
-	printf("1..5\n# %ld cases, seed %llu\n", cases, (unsigned long long)rng_state);
+	printf("1..7\n# %ld cases, seed %llu\n", cases, (unsigned long long)rng_state);
 	with = xsite_lua_open(XSITE_TEST_LUADIR, &err);
 	without = with ? xsite_lua_open(XSITE_TEST_LUADIR, &err) : NULL;
 	if (with == NULL || without == NULL || xsite_lua_load_config(with, XSITE_TEST_CONFIG) < 0) {
@@ -492,9 +854,14 @@ int main(int argc, char **argv)
 		       err ? err : xsite_lua_error(with));
 		return 1;
 	}
+	if (xsite_lua_call(with, "step_start", &start, NULL, 8, "42", "0", "alice", "1001", "alpha1,beta1", "",
+			   "medium", "1000") < 0) {
+		printf("Bail out! step_start: %s\n", xsite_lua_error(with));
+		return 1;
+	}
 
 	for (i = 0; i < cases; i++) {
-		switch (i % 8) {
+		switch (root_only ? 8 + i % 4 : i % 12) {
 		case 0:
 		case 1:
 		case 2:
@@ -508,8 +875,15 @@ int main(int argc, char **argv)
 		case 6:
 			fuzz_args(&targs, &tnoc, without, 0);
 			break;
-		default:
+		case 7:
 			fuzz_task_env(&tenv, with);
+			break;
+		case 8:
+		case 9:
+			fuzz_traffic(&ttraffic, with, start);
+			break;
+		default:
+			fuzz_profile(&tprofile, with);
 			break;
 		}
 	}
@@ -518,7 +892,12 @@ int main(int argc, char **argv)
 	report(&tchk);
 	report(&tnoc);
 	report(&tenv);
-	printf("# cases in all: %ld\n", tcfg.cases + targs.cases + tchk.cases + tnoc.cases + tenv.cases);
+	report(&ttraffic);
+	report(&tprofile);
+	printf("# cases in all: %ld\n", tcfg.cases + targs.cases + tchk.cases + tnoc.cases + tenv.cases +
+	       ttraffic.cases + tprofile.cases);
+	free(start);
+	free(previous_record);
 	xsite_lua_close(with);
 	xsite_lua_close(without);
 	return failures ? 1 : 0;
