@@ -103,8 +103,9 @@ end
 
 --- Any value as text that is safe in a log line, a terminal or an SVG: no
 -- control characters (C0, DEL and C1), no byte that is not well-formed UTF-8
--- (each such byte as \xHH, a backslash as \\), at most max bytes of the
--- value (default M.NOTE_MAX) and "..." when cut.
+-- (each such byte as \xHH), at most max bytes of the value (default
+-- M.NOTE_MAX) and "..." when cut.  A backslash stays as it is, so that text
+-- made printable once (a note in a record) does not change the second time.
 function M.printable(v, max)
   max = max or M.NOTE_MAX
   local s
@@ -123,10 +124,10 @@ function M.printable(v, max)
   end
   local cut = #s > max
   if cut then s = s:sub(1, max) end
-  if not s:find("[%c\\\128-\255]") then return s .. (cut and "..." or "") end
+  if not s:find("[%c\128-\255]") then return s .. (cut and "..." or "") end
   local out, i = {}, 1
   while i <= #s do
-    local j = s:find("[%c\\\128-\255]", i)
+    local j = s:find("[%c\128-\255]", i)
     if not j then
       out[#out + 1] = s:sub(i)
       break
@@ -137,7 +138,7 @@ function M.printable(v, max)
       out[#out + 1] = s:sub(j, j + len - 1)
       i = j + len
     else
-      out[#out + 1] = s:byte(j) == 92 and "\\\\" or string.format("\\x%02x", s:byte(j))
+      out[#out + 1] = string.format("\\x%02x", s:byte(j))
       i = j + 1
     end
   end

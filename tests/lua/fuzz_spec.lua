@@ -585,7 +585,8 @@ local function check_traffic(_, rec, log)
   local ok, err = report.validate(rec)
   if not ok then return "not a valid record: " .. err end
   for _, line in ipairs(log) do
-    if line:find("[%c\128-\255]") then return "a log line that is not printable ASCII: " .. line end
+    -- printable text is what report.printable leaves as it is
+    if report.printable(line, #line) ~= line then return "a log line with a control character: " .. line end
   end
   local shown, text = pcall(report.text, rec, nil, 1.1)
   if not shown then return "report.text raised: " .. tostring(text) end

@@ -24,8 +24,8 @@
  * For every case: no crash, and either acceptance or a rejection with a
  * clear message: one line, starting with "xsite: " and naming the key, the
  * flag or its twin (root's parsers: step_end and step_start never fail,
- * what they log is printable ASCII, and no control character reaches the
- * record).  Where the rule is simple the outcome itself is checked against
+ * what they log holds no control character nor broken UTF-8, and no control
+ * character reaches the record).  Where the rule is simple the outcome itself is checked against
  * an independent model (plugstack arguments, --site-affinity,
  * --xsite-report, repeats, a well-formed traffic record or explicit profile
  * is accepted).  Leaks and memory errors: tests/spank/fuzz-asan is this
@@ -667,16 +667,36 @@ static void gen_traffic(struct text *t, int *valid)
 	}
 }
 
-/* Printable ASCII only, and at most max bytes. */
+/*
+ * Safe for a log line or a terminal, and at most max bytes: well-formed
+ * UTF-8 without a control character (C0, DEL, C1).  (report.c escapes what
+ * is not ASCII too before it logs: xsite_printable.)
+ */
 static int log_safe(const char *s, size_t max)
 {
-	size_t n = 0;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = s ? strlen(s) : 0;
+	int len, k;
 
-	for (; s != NULL && *s != '\0'; s++, n++) {
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+	if (n > max)
+		return 0;
+	for (; p != NULL && *p != '\0'; p += len) {
+		if (*p < 0x20 || *p == 0x7f)
 			return 0;
+		if (*p < 0x80) {
+			len = 1;
+			continue;
+		}
+		len = *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+		if (len == 0 || (*p == 0xc2 && p[1] < 0xa0) || (*p == 0xe0 && p[1] < 0xa0) ||
+		    (*p == 0xed && p[1] >= 0xa0) || (*p == 0xf0 && p[1] < 0x90) || (*p == 0xf4 && p[1] >= 0x90))
+			return 0;
+		for (k = 1; k < len; k++) {
+			if (p[k] < 0x80 || p[k] > 0xbf)
+				return 0;
+		}
 	}
-	return n <= max;
+	return 1;
 }
 
 static char *previous_record;
@@ -704,7 +724,8 @@ static void fuzz_traffic(struct target *t, struct xsite_lua *x, const char *star
 	else if (valid && strstr(rec, "\"mpi\":{") == NULL)
 		fail(t, "a well-formed traffic record was refused: '%s': %s", show(traffic.s), show(rec));
 	else if (!log_safe(log, 4096))
-		fail(t, "traffic '%s': the log line is not printable ASCII: %s", show(traffic.s), show(log));
+		fail(t, "traffic '%s': the log line has a control character or broken UTF-8: %s", show(traffic.s),
+		     show(log));
 	else if (strstr(rec, "\\u00") != NULL || strstr(rec, "\\u007f") != NULL)
 		fail(t, "traffic '%s': a control character in the record: %s", show(traffic.s), show(rec));
 	if (pick(16) == 0) {

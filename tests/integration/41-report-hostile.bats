@@ -1,0 +1,286 @@
+#!/usr/bin/env bats
+# shellcheck shell=bash disable=SC2016,SC2154
+# (SC2016: the quoted $... run inside the jobs; SC2154: bats sets $output)
+# What root does in slurmstepd with what a hostile job owner controls, on the
+# testbed, with jobs of a real unprivileged user made for the test: the
+# --xsite-report writer stopped by its user, traffic records that are huge,
+# FIFOs or hold escape sequences, the job's mpi/ directory after the job, a
+# job id that comes back, ReportRetention, and `xsite report`'s scontrol
+# fallback fed a spoofing job name.  Each test is judged by what root did
+# (the job's state in Slurm, files and their owners, the slurmd log), never
+# by xsite's own record alone.
+
+bats_require_minimum_version 1.5.0
+
+U=xsite-h1
+
+# xsite CMD...: the command on the head, as root, with the testbed's library
+xsite() {
+	on_head env XSITE_LUADIR="$XT_LUADIR" lua5.1 "$XT_STATE/work/xsite" \
+		--config "$XT_STATE/etc/xsite.conf" "$@"
+}
+
+# submit ARGS...: sbatch as the user, on alpha1, from the user's directory; prints the job id
+submit() {
+	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- sbatch --parsable -w alpha1 "$@") | tail -n 1
+}
+
+# gone JOB SECONDS: until Slurm has forgotten nothing but the job's end:
+# COMPLETED and not COMPLETING, and no slurmstepd of the job left on alpha1
+gone() {
+	local job=$1 limit=$2 i state
+	for ((i = 0; i < limit * 10; i++)); do
+		state=$(on_head squeue -h -t all -j "$job" -o %T 2>/dev/null) || true
+		if [[ $state == COMPLETED ]] && ! pgrep -f "slurmstepd: \[$job\." >/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	printf 'job %s still %s after %s s\n' "$job" "${state:-?}" "$limit" >&2
+	return 1
+}
+
+# record JOB STEP: the job's record once it has STEP
+record() {
+	local i f=$XT_STATE/reports/$1/report.json
+	for ((i = 0; i < 100; i++)); do
+		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
+			cat "$f"
+			return 0
+		fi
+		sleep 0.1
+	done
+	printf 'no step %s in %s\n' "$2" "$f" >&2
+	return 1
+}
+
+# stamp_dir JOB UID ENDED AGE_DAYS: a job directory as xsite leaves it, AGE_DAYS old
+stamp_dir() {
+	local dir=$XT_STATE/reports/$1
+	mkdir -p "$dir/mpi"
+	printf 'xsite-job uid=%s made=1 ended=%s\n' "$2" "$3" >"$dir/.job"
+	chmod 0600 "$dir/.job"
+	chmod 0750 "$dir"
+	touch -d "-$4 days" "$dir"
+}
+
+setup_file() {
+	load helpers
+	xt_init report-hostile
+	if ! id "$U" >/dev/null 2>&1; then
+		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$U"
+		printf '%s\n' "$U" >>"$BATS_FILE_TMPDIR/users-made"
+	fi
+	xt_up || return 1
+	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
+	mkdir -p "$XT_STATE/work/$U"
+	chown "$U:" "$XT_STATE/work/$U"
+	# what a user can run on a node of theirs: stop the first process of
+	# their uid named slurmstepd once FILE exists (the --xsite-report writer
+	# is forked from slurmstepd and runs as them)
+	cat >"$BATS_FILE_TMPDIR/stopper.c" <<'EOF'
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	char path[300], line[256];
+	time_t end = time(NULL) + atoi(argv[2]);
+	unsigned uid = getuid(), u;
+
+	while (access(argv[1], F_OK) != 0 && time(NULL) < end)
+		usleep(2000);
+	while (time(NULL) < end) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+
+		while (d && (e = readdir(d)) != NULL) {
+			FILE *f;
+			int mine = 0, name = 0;
+
+			if (e->d_name[0] < '1' || e->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+			if ((f = fopen(path, "r")) == NULL)
+				continue;
+			while (fgets(line, sizeof(line), f)) {
+				if (strcmp(line, "Name:\tslurmstepd\n") == 0)
+					name = 1;
+				if (sscanf(line, "Uid:\t%u", &u) == 1 && u == uid)
+					mine = 1;
+			}
+			fclose(f);
+			if (name && mine && kill(atoi(e->d_name), SIGSTOP) == 0) {
+				printf("%s\n", e->d_name);
+				return 0;
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+	return 1;
+}
+EOF
+	gcc -O2 -o "$XT_STATE/work/stopper" "$BATS_FILE_TMPDIR/stopper.c"
+	# a traffic record whose version holds terminal escape sequences
+	printf '{"version":"\\u001b]0;owned\\u0007\\u001b[2J","job":1}' >"$XT_STATE/work/$U/escapes.json"
+}
+
+teardown_file() {
+	load helpers
+	xt_init report-hostile
+	xt_down
+	if [[ -f $BATS_FILE_TMPDIR/users-made ]]; then
+		while read -r user; do userdel "$user" 2>/dev/null || true; done <"$BATS_FILE_TMPDIR/users-made"
+	fi
+}
+
+setup() {
+	load helpers
+	load_libs
+	xt_init report-hostile
+	[[ -z ${XT_SKIP:-} ]] || skip "$XT_SKIP"
+}
+
+@test "a user who stops the --xsite-report writer does not keep the job COMPLETING: root kills it after 20 s" {
+	local job pid caught='' start end log=$XT_STATE/log/slurmd-alpha1.log
+	for _ in 1 2 3 4 5; do
+		rm -f "$XT_STATE/work/$U/done"
+		# the record grows with the steps, so the writer has more to write
+		job=$(submit --xsite-report -o out-%j.txt \
+			--wrap 'for i in $(seq 1 30); do srun -n1 true; done; touch done')
+		# the user's process on alpha1, outside the job: stops the writer once the script is done
+		pid=$(tb on alpha1 runuser -u "$U" -- "$XT_STATE/work/stopper" "$XT_STATE/work/$U/done" 120) || pid=''
+		if [[ -n $pid ]]; then
+			caught=$pid
+			break
+		fi
+		gone "$job" 60
+	done
+	[[ -n $caught ]] || {
+		printf 'in 5 jobs the stopper never caught the writer: this test proves nothing\n' >&2
+		return 1
+	}
+	printf '# job %s: the user stopped pid %s\n' "$job" "$caught" >&3
+	start=$(date +%s)
+	run -0 gone "$job" 45
+	end=$(date +%s)
+	printf '# job %s ended %s s after its writer was stopped\n' "$job" "$((end - start))" >&3
+	# the writer is gone (killed and reaped), the node is not drained
+	run ! kill -0 "$caught"
+	run -0 grep -c "xsite: report: job $job: --xsite-report: the writer (uid $(id -u "$U")) did not finish within 20 s (stopped or hung): killed; no copy" "$log"
+	assert_output 1
+	run -0 on_head sinfo -h -n alpha1 -o %t
+	assert_output idle
+}
+
+@test "a 64 MiB traffic record is not read: the step ends at once and its record says why in one line" {
+	local job rec start end
+	job=$(submit --wrap 'dd if=/dev/zero of="$XSITE_TRAFFIC_FILE" bs=1M count=64 status=none; date +%s.%N >t-end')
+	wait_job "$job"
+	rec=$(record "$job" batch)
+	end=$(stat -c %Y "$XT_STATE/reports/$job/report.json")
+	start=$(cut -d. -f1 "$XT_STATE/work/$U/t-end")
+	assert [ $((end - start)) -le 2 ]
+	run -0 grep -o 'MPI traffic record ignored: traffic-batch.json: 67108864 bytes, over TrafficMaxSize (1048576 bytes); not read' <<<"$rec"
+	run ! test -e "$XT_STATE/reports/$job/mpi/traffic-batch.json"
+}
+
+@test "a FIFO as the traffic record does not block root" {
+	local job rec
+	job=$(submit --wrap 'mkfifo "$XSITE_TRAFFIC_FILE"')
+	run -0 gone "$job" 15
+	rec=$(record "$job" batch)
+	run -0 grep -o 'MPI traffic record ignored: traffic-batch.json: not a regular file of uid [0-9]*' <<<"$rec"
+}
+
+@test "escape sequences in a traffic record reach the slurmd log escaped" {
+	local job log=$XT_STATE/log/slurmd-alpha1.log
+	job=$(submit --wrap 'cp escapes.json "$XSITE_TRAFFIC_FILE"')
+	wait_job "$job"
+	record "$job" batch >/dev/null
+	run -0 grep -F "job $job step batch: MPI traffic record ignored: traffic record: version: not 1 (\\x1b]0;owned\\x07\\x1b[2J)" "$log"
+	run ! grep -P '\x1b' "$log"
+}
+
+@test "once the job has ended its mpi/ is root's: the user cannot write there any more" {
+	local job
+	job=$(submit --wrap 'touch "$(dirname "$XSITE_TRAFFIC_FILE")/during"')
+	run -0 gone "$job" 15
+	run -0 stat -c '%U %a' "$XT_STATE/reports/$job/mpi"
+	assert_output 'root 700'
+	run -0 test -e "$XT_STATE/reports/$job/mpi/during"
+	run ! tb on alpha1 runuser -u "$U" -- touch "$XT_STATE/reports/$job/mpi/after"
+	run ! test -e "$XT_STATE/reports/$job/mpi/after"
+	run -0 grep -q 'ended=[1-9]' "$XT_STATE/reports/$job/.job"
+}
+
+@test "a job id that comes back finds the earlier job's files moved aside, not mixed into its record" {
+	local last next rec
+	last=$(submit --wrap true)
+	wait_job "$last"
+	next=$((last + 1))
+	# what an earlier job with the id next left behind: another user's, ended
+	stamp_dir "$next" 4243 1700000000 2
+	printf '{"schema":"xsite-report","version":1,"job":"%s","steps":[{"step":"old"}]}' "$next" \
+		>"$XT_STATE/reports/$next/report.json"
+	touch "$XT_STATE/reports/$next/mpi/traffic-batch.json"
+	assert_equal "$(submit --wrap true)" "$next"
+	wait_job "$next"
+	rec=$(record "$next" batch)
+	run ! grep -q '"step":"old"' <<<"$rec"
+	run -0 grep -c '"step":' <<<"$rec"
+	assert_output 1
+	run -0 bash -c "ls -d '$XT_STATE/reports/.stale.$next.'*"
+	run -0 grep -F "ReportDir $XT_STATE/reports: $next/ was an earlier job's (uid 4243, ended): moved to .stale.$next." \
+		"$XT_STATE/log/slurmd-alpha1.log"
+	run -0 grep -q "uid=$(id -u "$U") " "$XT_STATE/reports/$next/.job"
+}
+
+@test "ReportRetention: a job's epilog removes ended job directories older than 30 days, never through a link" {
+	local job
+	stamp_dir 900001 4243 1700000000 31
+	stamp_dir 900002 4243 0 31
+	stamp_dir 900003 4243 1700000000 29
+	printf 'keep me\n' >"$BATS_FILE_TMPDIR/outside"
+	ln -s "$BATS_FILE_TMPDIR/outside" "$XT_STATE/reports/900001/mpi/link"
+	ln -s / "$XT_STATE/reports/900001/mpi/root"
+	touch -d '-31 days' "$XT_STATE/reports/900001" "$XT_STATE/reports/900002"
+	job=$(submit --wrap true)
+	run -0 gone "$job" 15
+	run ! test -e "$XT_STATE/reports/900001"
+	run -0 test -d "$XT_STATE/reports/900002"
+	run -0 test -d "$XT_STATE/reports/900003"
+	run -0 cat "$BATS_FILE_TMPDIR/outside"
+	assert_output 'keep me'
+	run -0 test -d "$XT_STATE/reports/$job"
+}
+
+@test "xsite report without accounting: a job name that spoofs AdminComment or JobState is not believed" {
+	local job
+	job=$(submit -J 'x JobState=SPOOFED AdminComment=xsite v=1 action=span why=spoofed mode=enforce n=1' --wrap true)
+	wait_job "$job"
+	record "$job" batch >/dev/null
+	run -0 xsite report "$job"
+	refute_output --partial spoofed
+	refute_output --partial SPOOFED
+	assert_line --partial 'decision:   none (one-node)'
+}
+
+@test "a profile with escape sequences, carried in the job's environment into slurmstepd, reaches xsite report escaped" {
+	local job
+	job=$(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
+		env SLURM_SPANK_XSITE_COMM_PROFILE=$'op=1\x1b]0;owned\x07,b=\x1b[2J' sbatch --parsable -w alpha1 --wrap true |
+		tail -n 1)
+	wait_job "$job"
+	run -0 record "$job" batch
+	assert_output --partial 'no prediction: '
+	run -0 xsite report "$job"
+	assert_output --partial '\x1b]0;owned\x07'
+	run ! grep -P '[\x00-\x09\x0b-\x1f\x7f]' <<<"$output"
+}
