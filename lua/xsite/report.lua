@@ -78,10 +78,12 @@ M.MAX_DETAIL = 1048576
 M.NOTE_MAX = 120
 
 local function is_num(v) return type(v) == "number" and v == v and v >= 0 and v < math.huge end
--- A whole number from 0 to max (default 2^64, a libxsite counter).
+-- A whole number from 0 to max.
 local function is_count(v, max)
-  return type(v) == "number" and v >= 0 and v <= (max or 2 ^ 64) and v == math.floor(v)
+  return type(v) == "number" and v >= 0 and v <= max and v == math.floor(v)
 end
+-- What a libxsite counter can hold: finite, from 0 to 2^64.
+local function is_counter(v) return type(v) == "number" and v >= 0 and v <= 2 ^ 64 end
 -- A field that is there: neither absent nor JSON null.
 local function present(v) return v ~= nil and v ~= json.null end
 
@@ -240,14 +242,14 @@ local function mpi_from_traffic(t, rec)
   check(type(t) == "table" and not json.is_array(t), "traffic record", "not a JSON object")
   check(t.version == 1, "traffic record: version", "not 1 (" .. printable(t.version, 32) .. ")")
   local job = t.job
-  check((type(job) == "string" and job == rec.job) or (is_count(job) and whole(job) == rec.job),
+  check((type(job) == "string" and job == rec.job) or (is_count(job, 2 ^ 53) and whole(job) == rec.job),
     "traffic record: job", string.format("%s, not this job (%s)", printable(job, 32), rec.job))
   check(is_count(t.ranks, M.MAX_RANKS) and t.ranks >= 1, "traffic record: ranks", "not a count of ranks")
   local ranks = t.ranks
   local c = t.cross
   check(type(c) == "table" and not json.is_array(c), "traffic record: cross", "missing")
   for _, k in ipairs({ "bytes", "messages", "p2p_bytes", "p2p_messages", "coll_bytes", "coll_messages" }) do
-    check(is_count(c[k]), "traffic record: cross." .. k, "not a count")
+    check(is_counter(c[k]), "traffic record: cross." .. k, "not a count")
   end
   for _, k in ipairs({ "bytes", "messages" }) do
     local sum = c["p2p_" .. k] + c["coll_" .. k]
@@ -282,7 +284,7 @@ local function mpi_from_traffic(t, rec)
       local row = mx[i]
       check(json.is_array(row) and #row == ranks, "traffic record: matrix row " .. i, "not ranks long")
       for j = 1, ranks do
-        check(is_count(row[j]), "traffic record: matrix row " .. i, "not byte counts")
+        check(is_counter(row[j]), "traffic record: matrix row " .. i, "not byte counts")
       end
     end
     m.matrix = mx

@@ -120,8 +120,10 @@ describe("xsite.report", function()
       "traffic record: matrix row 1: not byte counts" },
     ["with an infinite count"] = { traffic_raw({ cross = '{"bytes":1e999,"messages":1,"p2p_bytes":1e999,'
       .. '"p2p_messages":1,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.bytes: not a count" },
-    ["with a fraction of a message"] = { traffic_raw({ cross = '{"bytes":1,"messages":0.5,"p2p_bytes":1,'
-      .. '"p2p_messages":0.5,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.messages: not a count" },
+    ["with a count past 2^64"] = { traffic_raw({ cross = '{"bytes":1,"messages":1e300,"p2p_bytes":1,'
+      .. '"p2p_messages":1e300,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.messages: not a count" },
+    ["with a fraction of a rank"] = { traffic(1, 1, { ranks = 1.5, matrix = json.null }),
+      "traffic record: ranks: not a count of ranks" },
     ["whose totals are not the sums of their parts"] = { traffic_raw({ cross = '{"bytes":5,"messages":1,'
       .. '"p2p_bytes":1,"p2p_messages":1,"coll_bytes":1,"coll_messages":0}' }),
       "traffic record: cross%.bytes: not the sum of p2p_bytes and coll_bytes" },
