@@ -982,7 +982,7 @@ static void test_copy(void)
 	struct xsite_report_step st = step_of(130, "0");
 	struct stat s;
 	char *err = NULL, *text, *big;
-	const size_t big_len = 256UL << 20;
+	const size_t big_len = 64UL << 20;
 	double secs;
 	int rc, caught, tries;
 
@@ -1020,7 +1020,7 @@ static void test_copy(void)
 	diag("message", err);
 	free(err);
 
-	/* the writer of a 256 MiB record, stopped as it runs: root waits 1 s, no more */
+	/* the writer of a 64 MiB record, stopped as it runs: root waits 1 s, no more */
 	big = malloc(big_len + 1);
 	memset(big, 'x', big_len);
 	big[big_len] = '\0';
