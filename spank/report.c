@@ -427,7 +427,7 @@ static int open_job(const char *dir, const struct xsite_report_step *st, int cre
 		    char **note, char **err)
 {
 	char name[16], prefix[32], aside[48];
-	struct stat ss, js;
+	struct stat ss, js, ls;
 	struct stamp s;
 	int spool, fd = -1, i, locked = 0;
 
@@ -437,14 +437,22 @@ static int open_job(const char *dir, const struct xsite_report_step *st, int cre
 	*group = ss.st_gid;
 	snprintf(name, sizeof(name), "%u", st->jobid);
 	if (create) {
-		/* steps starting at once take turns to look and to make */
-		if (lock_within(spool, XSITE_SPOOL_LOCK_TIMEOUT_MS) < 0) {
-			*err = xsite_fmt("ReportDir %s: cannot lock it: %s", dir, strerror(errno));
+		/*
+		 * Steps starting at once take turns to look and to make.  A file
+		 * system that locks no directory (NFS turns flock into a POSIX
+		 * lock, which a read-only descriptor cannot take) goes without:
+		 * the new directory still appears whole (renamed into place), and
+		 * a directory is only moved aside while it is the one looked at.
+		 */
+		if (lock_within(spool, XSITE_SPOOL_LOCK_TIMEOUT_MS) == 0)
+			locked = 1;
+		else if (errno == ETIMEDOUT) {
+			*err = xsite_fmt("ReportDir %s: locked by another step for more than %d s", dir,
+					 XSITE_SPOOL_LOCK_TIMEOUT_MS / 1000);
 			goto fail;
 		}
-		locked = 1;
 	}
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		fd = open_root_dir(spool, name, ss.st_dev, &js);
 		if (fd < 0 && errno == ENOENT && create) {
 			if (new_job_dir(spool, name, st, err) < 0 && errno != EEXIST)
@@ -461,12 +469,22 @@ static int open_job(const char *dir, const struct xsite_report_step *st, int cre
 		if (s.uid == (unsigned)st->uid && (!create || s.ended == 0))
 			break;
 		if (!create) {
-			*err = xsite_fmt("ReportDir %s: %s/ is not this job's (%s uid %u)", dir, name,
-					 s.made ? "made for" : "no identity stamp;", s.uid);
+			if (s.made)
+				*err = xsite_fmt("ReportDir %s: %s/ is not this job's (made for uid %u)", dir, name,
+						 s.uid);
+			else
+				*err = xsite_fmt("ReportDir %s: %s/ is not this job's (no identity stamp)", dir,
+						 name);
 			goto fail;
 		}
-		/* an earlier job's: moved aside (pruned with ReportRetention) */
+		/* an earlier job's: moved aside (pruned with ReportRetention), if still there */
 		snprintf(prefix, sizeof(prefix), STALE "%s.", name);
+		if (fstatat(spool, name, &ls, AT_SYMLINK_NOFOLLOW) < 0 || ls.st_ino != js.st_ino ||
+		    ls.st_dev != js.st_dev) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
 		if (random_name(aside, sizeof(aside), prefix) < 0 ||
 		    renameat2(spool, name, spool, aside, RENAME_NOREPLACE) < 0) {
 			*err = xsite_fmt("ReportDir %s: %s/ is an earlier job's and cannot be moved aside: %s",
@@ -1117,8 +1135,8 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 	spool = open_spool(dir, &ss, err);
 	if (spool < 0)
 		return -1;
-	/* one pruner at a time, and never while a step makes its directory */
-	if (flock(spool, LOCK_EX | LOCK_NB) < 0) {
+	/* one pruner at a time, and never while a step makes its directory (where locks work) */
+	if (flock(spool, LOCK_EX | LOCK_NB) < 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
 		close(spool);
 		return 0;
 	}
