@@ -23,6 +23,9 @@
  * The job's owner is "nobody" (uid 65534, which exists everywhere); another
  * user is uid 4243 (no account needed for a file's owner).
  *
+ * Built with AddressSanitizer and UndefinedBehaviorSanitizer (Makefile.am):
+ * a memory error or a leak in report.c or remote.c fails the run too.
+ *
  * Usage: hostile [LUA_DIR [SITE_CONFIG]] (defaults compiled in, as unit.c).
  */
 #define _GNU_SOURCE
