@@ -242,12 +242,6 @@ local function check_syntax(text)
   return nil
 end
 
-local function site_map(cfg)
-  local m = {}
-  for _, s in ipairs(cfg.sites) do m[s.feature] = s end
-  return m
-end
-
 --- Analyse a constraint for a configuration's sites.
 -- @param text the constraint (nil or "" for none)
 -- @param cfg a configuration (xsite.config)
@@ -286,7 +280,7 @@ function M.analyse(text, cfg)
   end
   local tree, facts = parse(text)
   if not tree then return nil, facts end
-  local site_of = site_map(cfg)
+  local site_of = cfg.site_by_feature
   local a = { counts = facts.counts, bracket = facts.bracket, parens = text:find("(", 1, true) ~= nil,
     top_or = not conjunction(tree) }
   if a.counts then

@@ -349,6 +349,15 @@ local function any_in(list, ranges)
   return false
 end
 
+-- The sites of `hit` (a set), in the configuration's order.
+local function in_config_order(cfg, hit)
+  local out = {}
+  for _, site in ipairs(cfg.sites) do
+    if hit[site] then out[#out + 1] = site end
+  end
+  return out
+end
+
 --- The sites of a configuration whose nodes an expression names, without
 -- expanding it.
 -- @param list a hostlist expression (a user's --nodelist)
@@ -371,11 +380,7 @@ function M.sites(list, cfg)
       local s = site_of[name]
       if s then hit[s] = true end
     end
-    local out = {}
-    for _, site in ipairs(cfg.sites) do
-      if hit[site] then out[#out + 1] = site end
-    end
-    return out, n
+    return in_config_order(cfg, hit), n
   end
   local items, total = parse_items(list)
   if not items then return nil, total end
@@ -419,11 +424,7 @@ function M.sites(list, cfg)
       end
     end
   end
-  local out = {}
-  for _, site in ipairs(cfg.sites) do
-    if hit[site] then out[#out + 1] = site end
-  end
-  return out, total
+  return in_config_order(cfg, hit), total
 end
 
 return M
