@@ -216,35 +216,46 @@ function M.split(cfg, n)
   return nA, nB
 end
 
+--- The most evaluations remembered at once, over all profiles, links and
+-- node counts (then the memory starts over).  Explicit profiles are the
+-- users' to invent, so the bound is on the whole, not per profile.
+M.EVAL_CACHE_MAX = 4096
+
 -- Evaluations already made, by profile, link and node count (weak keys: a
 -- reloaded configuration brings new profile tables and the old ones go).
-local eval_cache = setmetatable({}, { __mode = "k" })
+local eval_cache, eval_cached = setmetatable({}, { __mode = "k" }), 0
 
 --- `evaluate`, remembered: the policy sees the same few job shapes again and
 -- again.  Profiles and links must not change once evaluated (those of
--- xsite.config and xsite.profile never do).
+-- xsite.config and xsite.profile never do).  At most `EVAL_CACHE_MAX`
+-- evaluations are kept.
 function M.evaluate_cached(cfg, profile, n, link)
   local by_link = eval_cache[profile]
+  local by_n = by_link and by_link[link]
+  local r = by_n and by_n.cfg == cfg and by_n[n]
+  if r then return r end
+  if eval_cached >= M.EVAL_CACHE_MAX then
+    eval_cache, eval_cached = setmetatable({}, { __mode = "k" }), 0
+    by_link = nil
+  end
   if not by_link then
     by_link = setmetatable({}, { __mode = "k" })
     eval_cache[profile] = by_link
   end
-  local by_n = by_link[link]
+  by_n = by_link[link]
   if not by_n or by_n.cfg ~= cfg then
-    by_n = { cfg = cfg, size = 0 }
+    by_n = { cfg = cfg }
     by_link[link] = by_n
   end
-  local r = by_n[n]
-  if not r then
-    if by_n.size >= 4096 then
-      by_n = { cfg = cfg, size = 0 }
-      by_link[link] = by_n
-    end
-    r = M.evaluate(cfg, profile, n, link)
-    by_n[n] = r
-    by_n.size = by_n.size + 1
-  end
+  r = M.evaluate(cfg, profile, n, link)
+  by_n[n] = r
+  eval_cached = eval_cached + 1
   return r
+end
+
+--- How many evaluations are remembered now (for tests and benchmarks).
+function M.evaluations_cached()
+  return eval_cached
 end
 
 --- Everything the policy and the CLI need for n nodes.

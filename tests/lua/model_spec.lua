@@ -199,6 +199,29 @@ describe("xsite.model two sites", function()
   end)
 end)
 
+describe("xsite.model remembered evaluations", function()
+  local cfg = h.two_sites(4, 4)
+
+  it("gives what evaluate gives, and keeps at most EVAL_CACHE_MAX over every profile", function()
+    local prof = app({})
+    local a = model.evaluate_cached(cfg, prof, 6, LINK)
+    assert.are.same(model.evaluate(cfg, prof, 6, LINK), a)
+    assert.are.equal(a, model.evaluate_cached(cfg, prof, 6, LINK))
+    -- what a user can send: a new explicit profile for every job, each at
+    -- many node counts; the memory stays within the bound
+    local most = 0
+    for i = 1, 300 do
+      local p = app({ exchange = i * 1e6 })
+      for n = 1, 40 do
+        model.evaluate_cached(cfg, p, n, LINK)
+        most = math.max(most, model.evaluations_cached())
+      end
+    end
+    assert.are.equal(model.EVAL_CACHE_MAX, most)
+    assert.is_true(model.evaluations_cached() <= model.EVAL_CACHE_MAX)
+  end)
+end)
+
 describe("xsite.model templates", function()
   it("counts a scalar product as 2n-1 flop over 2n doubles and one reduction", function()
     local ops, bytes, x, steps, pattern = model.templates.scalar(1e6, 4)
