@@ -78,25 +78,5 @@ function M.format_state(st, comment)
   return table.concat(out, "\n") .. "\n"
 end
 
---- Write a file so that readers see the old text or the new, never a part:
--- a temporary file beside it, then a rename.
--- @return true, or nil and a message naming the file
-function M.write_atomically(path, text)
-  local tmp = string.format("%s.tmp.%d", path, math.random(1, 1e9))
-  local f, err = io.open(tmp, "wb")
-  if not f then return nil, string.format("%s: cannot write: %s", path, err) end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then
-    os.remove(tmp)
-    return nil, string.format("%s: cannot write: %s", path, tostring(werr))
-  end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    return nil, string.format("%s: cannot replace: %s", path, tostring(rerr))
-  end
-  return true
-end
 
 return M

@@ -17,6 +17,7 @@ local calibrate = require("xsite.calibrate")
 local replay = require("xsite.replay")
 local report = require("xsite.report")
 local fit = require("xsite.fit")
+local fs = require("xsite.fs")
 
 local M = {}
 
@@ -109,19 +110,24 @@ can read the records of their own jobs, an administrator all of them.
   --report-dir DIR  read the records from DIR (default: ReportDir of xsite.conf)
 ]],
   tune = [[
-Usage: xsite tune --profile NAME [--apply] [--json] [--report-dir DIR]
+Usage: xsite tune --profile NAME [--apply] [--min-users N] [--json]
+                  [--report-dir DIR]
 
 Fit an application profile to what the jobs that used it did: from every
 record in ReportDir of a job with this profile that spanned the link with
 libxsite's traffic count, the bytes exchanged (bytes across / the share the
 model puts on the link) and the synchronising steps (messages across / two
-per node pair across the link); the fit is the median of the jobs'
-estimates.  Prints each job's estimate, how well the fit predicts each
-job's traffic, and the profile line.
+per node pair across the link); the fit is the median over the jobs'
+owners of each owner's median estimate (one vote a user: a job's owner
+writes its traffic record, so its numbers are the owner's).  Prints each
+job's estimate, how well the fit predicts each job's traffic, and the
+profile line.
 
   --profile NAME    the profile (a name of xsite.conf, or an explicit spec as jobs gave it)
   --apply           write the fit to ProfileStateFile: the policy's next decisions
                     for this profile use the measured Exchange and Steps
+  --min-users N     apply only a fit of the jobs of at least N users
+                    (default 2), or of root's jobs alone
   --json            the fit as JSON
   --report-dir DIR  read the records from DIR (default: ReportDir of xsite.conf)
 ]],
@@ -635,7 +641,7 @@ function M.calibrate(args, io_, global)
     end
   end
   if opts["dry-run"] then return state == "up" and 0 or 1 end
-  local ok, werr = calibrate.write_atomically(path, calibrate.format_state(st,
+  local ok, werr = fs.write_atomic(path, calibrate.format_state(st,
     string.format("written by xsite calibrate at %s: ping-pong %s-%s", os.date("!%Y-%m-%dT%H:%M:%SZ", st.time), a, b)))
   if not ok then err(io_, "xsite calibrate: %s\n", werr) return 1 end
   if not opts.json then out(io_, "xsite: wrote %s\n", path) end
@@ -683,7 +689,7 @@ M["tune-mpi"] = function(args, io_, global)
   local text = tune.rules_text(p)
   if format == "rules" then out(io_, "%s", text) return 0 end
   local path = opts["rules-file"] or os.tmpname()
-  local ok, werr = tune.write_file(path, text)
+  local ok, werr = fs.write_atomic(path, text)
   if not ok then err(io_, "xsite tune-mpi: --rules-file: %s\n", werr) return 1 end
   local wmax, rmax = tune.kernel_caps()
   for _, c in ipairs({ { "wmem_max", wmax, "sndbuf" }, { "rmem_max", rmax, "rcvbuf" } }) do
@@ -811,7 +817,7 @@ function M.report(args, io_, global)
   if not cfg then return 1 end
   local dir = opts["report-dir"] or cfg.policy.report_dir
   local path = string.format("%s/%s/%s", dir, id, report.FILE)
-  local text, rerr, missing = config.read_file(path)
+  local text, rerr, missing = fs.read_capped(path, report.MAX_RECORD)
   if not text then
     if missing then
       err(io_, "xsite report: job %s: no record in %s (an unknown job, one that ran no step yet, or a"
@@ -848,7 +854,7 @@ local function read_records(dir, io_)
     .. " 2>/dev/null | sort")
   local records, bad = {}, 0
   for path in (p and p:read("*a") or ""):gmatch("[^\n]+") do
-    local text, rerr = config.read_file(path)
+    local text, rerr = fs.read_capped(path, report.MAX_RECORD)
     local rec, derr
     if text then rec, derr = report.decode(text, path) end
     if rec then
@@ -864,7 +870,7 @@ end
 
 -- The profile state file with the fitted line of `name` in it.
 local function write_profile_state(path, name, line)
-  local text, rerr, missing = config.read_file(path)
+  local text, rerr, missing = fs.read_trusted(path)
   local st = {}
   if text then
     local perr
@@ -883,20 +889,18 @@ local function write_profile_state(path, name, line)
       e.exchange) or "", e.steps and string.format(" Steps=%d", e.steps) or "")
   end
   lines[#lines + 1] = line
-  local tmp = path .. ".tmp"
-  local f, ferr = io.open(tmp, "w")
-  if not f then return nil, ferr end
-  f:write(table.concat(lines, "\n"), "\n")
-  f:close()
-  local ok, mverr = os.rename(tmp, path)
-  if not ok then os.remove(tmp) return nil, mverr end
-  return true
+  return fs.write_atomic(path, table.concat(lines, "\n") .. "\n")
 end
 
 M.tune = function(args, io_, global)
   local opts, code = command_options("tune", args, { profile = true, apply = false, json = false,
-    ["report-dir"] = true }, io_)
+    ["report-dir"] = true, ["min-users"] = true }, io_)
   if not opts then return code end
+  local min_users = tonumber(opts["min-users"] or "2")
+  if not min_users or min_users < 1 or min_users % 1 ~= 0 then
+    err(io_, "xsite tune: --min-users: '%s' is not a whole number of at least 1\n", opts["min-users"])
+    return 2
+  end
   if not opts.profile or opts.profile == "" then
     err(io_, "xsite tune: --profile: which profile? (a name of xsite.conf, or op=…,b=…,x=…)\n")
     return 2
@@ -927,7 +931,8 @@ M.tune = function(args, io_, global)
   local line = fit.line(name, r, prof and prof.iterations)
   if opts.json then
     out(io_, "%s\n", json.encode({ profile = name, jobs = r.jobs, exchange = r.exchange, steps = r.steps,
-      ratio_before = r.ratio or json.null, median_error = r.median_error, worst_error = r.worst_error,
+      users = json.array(r.users), ratio_before = r.ratio or json.null, median_error = r.median_error,
+      worst_error = r.worst_error,
       errors = json.array(r.errors), skipped = json.array(skipped), line = line }))
   else
     out(io_, "profile %s: %d job(s) spanned the link with an MPI traffic record (%d records read)\n", name,
@@ -939,6 +944,9 @@ M.tune = function(args, io_, global)
         report.si(o.bytes / o.f, "B"), o.messages / (2 * o.flows), report.si(e.predicted, "B"), e.error * 100)
     end
     for _, s in ipairs(skipped) do out(io_, "  job %-8s left out: %s\n", s.job, s.why) end
+    local uids = {}
+    for i, u in ipairs(r.users) do uids[i] = "uid " .. tostring(u) end
+    out(io_, "  votes: %d user(s), one each: %s\n", #r.users, table.concat(uids, ", "))
     if r.ratio then
       out(io_, "  before: the jobs moved %s the bytes across that the profile predicted (median)\n",
         report.ratio_text(r.ratio))
@@ -950,6 +958,12 @@ M.tune = function(args, io_, global)
   if opts.apply then
     if not prof then
       err(io_, "xsite tune: --apply: %s is not a profile of %s; add it there first\n", name, cfg.file)
+      return 1
+    end
+    if #r.users < min_users and not (#r.users == 1 and r.users[1] == 0) then
+      err(io_, "xsite tune: --apply: the fit rests on the jobs of %d user(s) (uid %s), fewer than --min-users %d;"
+        .. " a job's owner writes its traffic record: check their jobs, then give --min-users %d to apply it\n",
+        #r.users, table.concat(r.users, ", uid "), min_users, #r.users)
       return 1
     end
     local path = cfg.policy.profile_state_file

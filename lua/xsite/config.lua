@@ -13,6 +13,7 @@
 
 local units = require("xsite.units")
 local hostlist = require("xsite.hostlist")
+local fs = require("xsite.fs")
 
 local M = {}
 
@@ -501,7 +502,8 @@ end
 -- @param clock optional function returning seconds (default os.time)
 -- @param opts optional: `parse` (function(text, filename), default
 --   `M.parse`), `missing_ok` (a missing file is no error and drops the
---   last good value: for the link state file)
+--   last good value: for the link state file), `read` (function(filename)
+--   returning text or nil, message, missing; default `M.read_file`)
 -- @return an object with method `get()` returning the value (the last good
 --   one, or nil), the error message of the last read if it failed, and
 --   `true` as third value the first time an error is given
@@ -510,6 +512,7 @@ function M.cache(filename, interval, clock, opts)
   interval = interval or 5
   local parse = opts and opts.parse
   local missing_ok = opts and opts.missing_ok
+  local read = opts and opts.read or M.read_file
   local self = { filename = filename }
   local text, good, last_err
   local checked = nil
@@ -519,7 +522,7 @@ function M.cache(filename, interval, clock, opts)
       return good, last_err, false
     end
     checked = now
-    local new_text, msg, missing = M.read_file(filename)
+    local new_text, msg, missing = read(filename)
     if new_text == nil then
       text = nil
       if missing and missing_ok then
@@ -627,9 +630,10 @@ function M.parse_profile_state(text, filename)
   return out
 end
 
--- A state file read with its parser: nil when it does not exist.
+-- A state file read with its parser, once xsite.fs trusts it: nil when it
+-- does not exist.
 local function load_state(filename, parse)
-  local text, err, missing = M.read_file(filename)
+  local text, err, missing = fs.read_trusted(filename)
   if not text then
     if missing then return nil end
     return nil, err

@@ -7,10 +7,13 @@
 -- the bytes exchanged that the site-major cut puts on the link, so
 -- exchange = bytes across / f; each synchronising step sends one message
 -- each way over each of the `flows` node pairs across the link, so
--- steps = messages across / (2 · flows).  The fit is the median of the
--- estimates (robust to a job that did something else), and its quality
--- how far each job's measured traffic is from what the fitted profile
--- predicts for it.
+-- steps = messages across / (2 · flows).  The fit is the median over the
+-- jobs' owners of each owner's median estimate: robust to a job that did
+-- something else, and to an owner who forges the counts (libxsite writes
+-- the traffic record with the owner's rights, so its numbers are the
+-- owner's to choose; root checks only their form): one user's jobs, however
+-- many, are one vote.  Its quality is how far each job's measured traffic
+-- is from what the fitted profile predicts for it.
 --
 -- The result goes to the ProfileStateFile (`xsite tune --apply`): lines
 -- `ProfileName=NAME Exchange=BYTES Steps=N` that override those fields of
@@ -38,7 +41,7 @@ local function present(v) return v ~= nil and v ~= json.null end
 --- The observations of one profile in a set of records.
 -- @param records array of records (xsite.report)
 -- @param label the profile's label (its name, or an explicit spec)
--- @return array of { job, nA, nB, pattern, bytes, messages, f, flows,
+-- @return array of { job, uid, nA, nB, pattern, bytes, messages, f, flows,
 --   predicted_bytes }, and an array of { job, why } left out
 function M.observations(records, label)
   local obs, skipped = {}, {}
@@ -64,7 +67,7 @@ function M.observations(records, label)
           skipped[#skipped + 1] = { job = rec.job, why = "its pattern (" .. tostring(p.pattern)
             .. ") puts nothing on the link" }
         else
-          obs[#obs + 1] = { job = rec.job, nA = nA, nB = nB, pattern = p.pattern, bytes = bytes,
+          obs[#obs + 1] = { job = rec.job, uid = rec.uid, nA = nA, nB = nB, pattern = p.pattern, bytes = bytes,
             messages = messages, f = f, flows = flows,
             predicted_bytes = present(rec.prediction) and rec.prediction.crossing_bytes or nil }
         end
@@ -74,20 +77,38 @@ function M.observations(records, label)
   return obs, skipped
 end
 
+-- The median over owners of each owner's median of `value(o)`.
+local function vote(obs, value)
+  local by_uid, order = {}, {}
+  for _, o in ipairs(obs) do
+    local u = o.uid or "?"
+    if not by_uid[u] then
+      by_uid[u] = {}
+      order[#order + 1] = u
+    end
+    local t = by_uid[u]
+    t[#t + 1] = value(o)
+  end
+  local each = {}
+  for i, u in ipairs(order) do each[i] = median(by_uid[u]) end
+  return median(each), order
+end
+
 --- Fit a profile's exchange and steps (totals of one run, as the model's
--- `app` has them) to observations.
--- @return { jobs, exchange, steps, errors (per job, relative, of the bytes
---   predicted with the fit), median_error, worst_error, ratio (measured /
---   predicted bytes before the fit, median) }, or nil and a message
+-- `app` has them) to observations: one vote per job owner.
+-- @return { jobs, users (the owners' uids, in the order first seen),
+--   exchange, steps, errors (per job, relative, of the bytes predicted with
+--   the fit), median_error, worst_error, ratio (measured / predicted bytes
+--   before the fit, median) }, or nil and a message
 function M.fit(obs)
   if #obs == 0 then return nil, "no job with this profile spanned the link with an MPI traffic record" end
-  local ex, st, ratios = {}, {}, {}
-  for i, o in ipairs(obs) do
-    ex[i] = o.bytes / o.f
-    st[i] = o.messages / (2 * o.flows)
+  local ratios = {}
+  for _, o in ipairs(obs) do
     if o.predicted_bytes and o.predicted_bytes > 0 then ratios[#ratios + 1] = o.bytes / o.predicted_bytes end
   end
-  local r = { jobs = #obs, exchange = median(ex), steps = math.floor(median(st) + 0.5),
+  local exchange, users = vote(obs, function(o) return o.bytes / o.f end)
+  local steps = vote(obs, function(o) return o.messages / (2 * o.flows) end)
+  local r = { jobs = #obs, users = users, exchange = exchange, steps = math.floor(steps + 0.5),
     ratio = median(ratios), errors = {} }
   local abs = {}
   for i, o in ipairs(obs) do

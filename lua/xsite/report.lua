@@ -67,6 +67,8 @@ M.TRAFFIC_MAX_SIZE = 1048576
 M.TRAFFIC_JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152 }
 --- The most ranks a traffic record may claim (MPI counts ranks in an int).
 M.MAX_RANKS = 2147483647
+--- The largest record read back (as XSITE_MAX_RECORD of spank/report.h).
+M.MAX_RECORD = 64 * 1048576
 --- How a record is decoded (root's own file, but made of users' data).
 M.RECORD_JSON = { max_depth = 16, max_string = 65536 }
 --- The most steps one record keeps (later steps are counted in steps_dropped).

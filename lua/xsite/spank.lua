@@ -13,6 +13,7 @@ local policy = require("xsite.policy")
 local tune = require("xsite.tune")
 local report = require("xsite.report")
 local json = require("xsite.json")
+local fs = require("xsite.fs")
 
 local M = {}
 
@@ -118,7 +119,7 @@ function M.tune_env(dir, jobid)
     { local_bandwidth = math.min(cfg.sites[1].net_bw, cfg.sites[2].net_bw) })
   if not p then return nil, "tune_mpi: " .. err end
   local path = dir:gsub("/+$", "") .. "/xsite-coll-rules." .. jobid
-  local ok, werr = tune.write_file(path, tune.rules_text(p))
+  local ok, werr = fs.write_atomic(path, tune.rules_text(p))
   if not ok then return nil, "tune_mpi: " .. werr end
   return (tune.format(tune.env(p, path), "env"))
 end

@@ -12,6 +12,7 @@
 
 local config = require("xsite.config")
 local policy = require("xsite.policy")
+local fs = require("xsite.fs")
 
 local M = {}
 
@@ -118,11 +119,7 @@ local function slurm_conf_value(text, key)
 end
 
 local function read_small(path, cap)
-  local f = path and io.open(path, "r")
-  if not f then return nil end
-  local text = f:read(cap) or ""
-  f:close()
-  return text
+  return path and (fs.read_capped(path, cap))
 end
 
 --- Whether slurm.conf configures topology/tree (read once, at set-up).
@@ -181,7 +178,8 @@ local function state_file(cfg, slurm, which)
   if not path then return nil end
   local c = state.files[which]
   if not c or c.filename ~= path then
-    c = config.cache(path, state.interval, state.clock, { parse = f[2], missing_ok = true })
+    c = config.cache(path, state.interval, state.clock, { parse = f[2], missing_ok = true,
+      read = fs.read_trusted })
     state.files[which] = c
   end
   local st, err, fresh = c.get()

@@ -323,35 +323,6 @@ function M.format(e, format)
   return table.concat(out, "\n") .. (#out > 0 and "\n" or "")
 end
 
---- Write a file whole: into a fresh temporary file (os.tmpname: mkstemp in
--- /tmp), then renamed over path, so that a reader never sees half a file and
--- a symlink at path is replaced, not followed.  When path is on another file
--- system than /tmp, the file is written in place.
--- @return true, or nil and a message
-function M.write_file(path, text)
-  local tmp = os.tmpname()
-  local f, e = io.open(tmp, "w")
-  if not f then return nil, e end
-  local ok, werr = f:write(text)
-  f:close()
-  if not ok then
-    os.remove(tmp)
-    return nil, tmp .. ": " .. tostring(werr)
-  end
-  local r, rerr = os.rename(tmp, path)
-  if r then return true end
-  os.remove(tmp)
-  -- only across file systems (EXDEV), write in place: path's directory is
-  -- then not /tmp, and the caller's own
-  if not tostring(rerr):find("cross%-device") then return nil, rerr end
-  f, e = io.open(path, "w")
-  if not f then return nil, rerr .. "; " .. e end
-  ok, werr = f:write(text)
-  f:close()
-  if not ok then return nil, path .. ": " .. tostring(werr) end
-  return true
-end
-
 --- What the kernel caps a socket buffer at: net.core.wmem_max and rmem_max.
 -- @param root optional directory standing for /proc/sys (for tests)
 -- @return wmem_max, rmem_max (nil when unreadable)

@@ -12,8 +12,8 @@ local function cfg(extra)
 end
 
 -- A job's record with the traffic libxsite would have counted.
-local function job(c, id, nodes, bytes, messages, label)
-  local rec = report.step_start(c, { job = tostring(id), step = "0", user = "u", uid = "1", job_nodes = nodes,
+local function job(c, id, nodes, bytes, messages, label, uid)
+  local rec = report.step_start(c, { job = tostring(id), step = "0", user = "u", uid = uid or "1", job_nodes = nodes,
     profile = label or "halo", start = 0 })
   local t = json.encode({ version = 1, job = id, ranks = 2,
     cross = { bytes = bytes, messages = messages, p2p_bytes = bytes, p2p_messages = messages,
@@ -47,6 +47,17 @@ describe("xsite.fit", function()
     assert.are.equal(1100, r.exchange)
     assert.is_near(0.0909, r.median_error, 1e-3)
     assert.is_near(90000 / 1100 - 1, r.worst_error, 1e-9)
+  end)
+
+  it("gives each job's owner one vote: many forged records of one user do not move the fit", function()
+    local c = cfg()
+    local recs = { job(c, 1, "a1,b1", 1000, 20, nil, "1"), job(c, 2, "a1,b1", 1200, 20, nil, "2") }
+    -- user 3 claims that the profile crosses almost nothing, in 20 jobs
+    for i = 1, 20 do recs[#recs + 1] = job(c, 100 + i, "a1,b1", 1, 20, nil, "3") end
+    local r = assert(fit.fit((fit.observations(recs, "halo"))))
+    assert.are.same({ 1, 2, 3 }, r.users)
+    assert.are.equal(22, r.jobs)
+    assert.are.equal(1000, r.exchange, "the median of 1000, 1200 and 1: the forger's 20 jobs are one vote")
   end)
 
   it("says when there is nothing to fit", function()
@@ -84,5 +95,75 @@ describe("xsite.fit", function()
       assert.matches(msg, err)
     end
     assert.are.same({}, config.parse_profile_state("# nothing yet\n", "p"))
+  end)
+end)
+
+describe("xsite tune --apply", function()
+  local dir
+  local function sh(cmd)
+    local a = os.execute(cmd)
+    assert(a == true or a == 0, cmd)
+  end
+  local function buffer()
+    local b = { parts = {} }
+    function b:write(s) self.parts[#self.parts + 1] = s end
+    return b
+  end
+  -- xsite.conf with ReportDir and ProfileStateFile in dir, the records of
+  -- jobs (id, uid) in ReportDir; runs `xsite tune --profile halo ARGS...`
+  local function tune(jobs, ...)
+    local conf = dir .. "/xsite.conf"
+    local f = assert(io.open(conf, "w"))
+    f:write(table.concat({
+      "SiteName=a Nodes=a[1-4] Feature=site_a CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s"
+        .. " NetLatency=1us",
+      "SiteName=b Nodes=b[1-4] Feature=site_b CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s"
+        .. " NetLatency=1us",
+      "LinkName=l Bandwidth=100MB/s Latency=1ms",
+      "ProfileName=halo Ops=1e10 Bytes=1GB Exchange=10GB Steps=100000 Pattern=halo1d",
+      "ReportDir=" .. dir .. "/reports", "ProfileStateFile=" .. dir .. "/profiles.state", "" }, "\n"))
+    f:close()
+    local c = assert(config.load(conf))
+    for _, j in ipairs(jobs) do
+      sh("mkdir -p " .. dir .. "/reports/" .. j[1])
+      local r = assert(io.open(dir .. "/reports/" .. j[1] .. "/report.json", "w"))
+      r:write(json.encode(job(c, j[1], "a1,b1", 1000, 20, nil, j[2])))
+      r:close()
+    end
+    local o, e = buffer(), buffer()
+    local rc = require("xsite.cli").main({ "--config", conf, "tune", "--profile", "halo", ... },
+      { stdout = o, stderr = e })
+    return rc, table.concat(o.parts), table.concat(e.parts)
+  end
+  before_each(function()
+    dir = os.tmpname()
+    os.remove(dir)
+    sh("mkdir -m 0755 " .. dir)
+  end)
+  after_each(function() sh("rm -rf " .. dir) end)
+
+  it("refuses a fit that rests on one user's traffic records, naming the user and the way to apply it", function()
+    local rc, out, err = tune({ { 1, "1001" }, { 2, "1001" } }, "--apply")
+    assert.are.equal(1, rc)
+    assert.matches("\n  votes: 1 user%(s%), one each: uid 1001\n", out)
+    assert.are.equal("xsite tune: --apply: the fit rests on the jobs of 1 user(s) (uid 1001), fewer than"
+      .. " --min-users 2; a job's owner writes its traffic record: check their jobs, then give --min-users 1"
+      .. " to apply it\n", err)
+    assert.is_nil(io.open(dir .. "/profiles.state"))
+    rc = tune({}, "--apply", "--min-users", "1")
+    assert.are.equal(0, rc)
+    assert.matches("ProfileName=halo Exchange=1000 Steps=10\n", assert(io.open(dir .. "/profiles.state")):read("*a"))
+  end)
+
+  it("applies a fit of two users' jobs, or of root's alone", function()
+    assert.are.equal(0, (tune({ { 1, "1001" }, { 2, "1002" } }, "--apply")))
+    sh("rm -rf " .. dir .. "/reports")
+    assert.are.equal(0, (tune({ { 3, "0" } }, "--apply")))
+  end)
+
+  it("names a bad --min-users", function()
+    local rc, _, err = tune({}, "--apply", "--min-users", "0")
+    assert.are.equal(2, rc)
+    assert.are.equal("xsite tune: --min-users: '0' is not a whole number of at least 1\n", err)
   end)
 end)

@@ -1,6 +1,7 @@
 local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
 local tune = require("xsite.tune")
 local cli = require("xsite.cli")
+local fs = require("xsite.fs")
 
 -- Parse a rules file the way Open MPI 4.1 does (ompi_coll_base_file_getnext_long:
 -- numbers, '#' to the end of the line) into { [coll id] = array of
@@ -245,10 +246,10 @@ describe("xsite.tune", function()
     f:write("keep\n")
     f:close()
     assert(os.execute("ln -s " .. target .. " " .. dir .. "/rules"))
-    assert(tune.write_file(dir .. "/rules", "1\n"))
+    assert(fs.write_atomic(dir .. "/rules", "1\n"))
     assert.are.equal("keep\n", assert(io.open(target)):read("*a"))
     assert.are.equal("1\n", assert(io.open(dir .. "/rules")):read("*a"))
-    local ok, e = tune.write_file(dir .. "/no/such/dir/rules", "x")
+    local ok, e = fs.write_atomic(dir .. "/no/such/dir/rules", "x")
     assert.is_nil(ok)
     assert.is_string(e)
     os.execute("rm -rf " .. dir)
