@@ -59,11 +59,25 @@ local KIND = { [0x8000] = "regular file", [0x4000] = "directory", [0xA000] = "sy
 --- lstat(2) of a path, through stat(1).
 -- @return { kind ("regular file", "directory", "symbolic link", "FIFO" or
 --   "special file"), uid, perm (the permission bits, a number), size }, or
---   nil when there is nothing at path (or it cannot be looked at)
+--   nil, a message naming path, and `true` as third value when there is
+--   nothing at path (a path that cannot be looked at is not "nothing")
 function M.lstat(path)
-  local line = first_line("stat -c '%f %u %s' -- " .. quote(path))
-  local mode, uid, size = (line or ""):match("^(%x+) (%d+) (%d+)$")
-  if not mode then return nil end
+  local p = io.popen("LC_ALL=C timeout -k 1 " .. M.TIMEOUT .. " stat -c '%f %u %s' -- " .. quote(path)
+    .. " 2>&1; echo \"rc=$?\"", "r")
+  local out = p and p:read("*a") or ""
+  if p then p:close() end
+  local mode, uid, size = out:match("^(%x+) (%d+) (%d+)\nrc=0\n$")
+  if not mode then
+    if out:find(": No such file or directory\nrc=1\n$") then
+      return nil, path .. ": cannot open: No such file or directory", true
+    end
+    local why = out:match("^stat: [^\n]*: ([^\n]*)\n")
+    if not why then
+      local rc = out:match("rc=(%d+)")
+      why = rc and ("stat exited " .. rc) or "stat did not run"
+    end
+    return nil, string.format("%s: cannot look at it: %s; not read", path, why)
+  end
   mode = tonumber(mode, 16)
   local perm = mode % 0x1000
   return { kind = KIND[mode - perm] or "special file", uid = tonumber(uid), perm = perm, size = tonumber(size) }
@@ -95,8 +109,8 @@ function M.check(path, opts)
   opts = opts or {}
   local owners = opts.owners or default_owners()
   local max = opts.max or M.STATE_MAX
-  local st = M.lstat(path)
-  if not st then return nil, path .. ": cannot open: No such file or directory", true end
+  local st, err, missing = M.lstat(path)
+  if not st then return nil, err, missing end
   if st.kind ~= "regular file" then
     return nil, string.format("%s: a %s, not a regular file; not read", path, st.kind)
   end
@@ -110,8 +124,9 @@ function M.check(path, opts)
     return nil, string.format("%s: %d bytes, over the %d a state file may have; not read", path, st.size, max)
   end
   local dir = dirname(path)
-  local d = M.lstat(dir)
-  if not d or d.kind ~= "directory" then return nil, string.format("%s: not a directory; %s not read", dir, path) end
+  local d, derr = M.lstat(dir)
+  if not d then return nil, derr end
+  if d.kind ~= "directory" then return nil, string.format("%s: not a directory; %s not read", dir, path) end
   if not owners[d.uid] then
     return nil, string.format("%s: owned by uid %d, not by root or this process's user; %s not read", dir, d.uid, path)
   end
