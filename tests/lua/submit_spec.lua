@@ -164,6 +164,31 @@ describe("xsite.submit", function()
     assert.matches("link.state:1: State: 'sideways' is not one of up, degraded, down", s.errors[#s.errors])
   end)
 
+  it("opens no link state file a user could have written: the last good state (down) stays in force", function()
+    setup_conf(CONF .. "LinkStateFile=" .. dir .. "/link.state\n")
+    write("link.state", "State=down Time=1000\n")
+    local s = fake_slurm()
+    local quiet = { [0] = "XSITE_COMM_PROFILE=quiet" }
+    local j = job({ min_nodes = 2, spank_job_env = quiet })
+    submit.job_submit(j, s)
+    assert.matches("why=link%-down", j.admin_comment)
+    for _, plant in ipairs({
+      { "chmod 0666 " .. dir .. "/link.state", "link.state: writable by group or others %(mode 666%); not read" },
+      { "rm " .. dir .. "/link.state && mkfifo " .. dir .. "/link.state", "link.state: a FIFO, not a regular file" },
+      { "rm " .. dir .. "/link.state && ln -s /dev/null " .. dir .. "/link.state",
+        "link.state: a symbolic link, not a regular file" },
+    }) do
+      assert(os.execute(plant[1]))
+      now = now + 10
+      j = job({ min_nodes = 2, spank_job_env = quiet })
+      submit.job_submit(j, s)
+      assert.matches(plant[2] .. ".*; using the last good link state$", s.errors[#s.errors])
+      assert.matches("why=link%-down", j.admin_comment)
+      os.execute("rm -f " .. dir .. "/link.state")
+      write("link.state", "State=down Time=1000\n")
+    end
+  end)
+
   it("never raises: an internal error accepts the job and logs it", function()
     setup_conf(CONF)
     local s = fake_slurm()
