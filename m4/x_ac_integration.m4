@@ -6,9 +6,12 @@
 #  root, munge, Slurm's daemons and MPI.
 #
 #    --enable-integration      run it; an error if its needs are not met
+#    --enable-integration=auto run it when configure runs as root and
+#                              slurmctld, slurmd, munged and mpicc exist
 #    --disable-integration     do not (its tests are reported as SKIP)
-#    default: auto = enabled when configure runs as root and slurmctld,
-#             slurmd, munged and mpicc exist
+#    default: no.  The suite runs only when asked (tests/run-all asks as
+#    root): a distribution's package build runs configure and make check as
+#    root in a chroot that may have the daemons but no network namespaces.
 #
 #  Call after X_AC_MPI.  Substitutes XSITE_INTEGRATION (yes/no) and
 #  XSITE_INTEGRATION_WHY (the reason when no); sets the automake conditional
@@ -18,8 +21,8 @@
 AC_DEFUN([X_AC_INTEGRATION], [
   AC_ARG_ENABLE([integration],
     [AS_HELP_STRING([--enable-integration],
-      [run the two-site testbed integration tests in make check (needs root, munge, slurmctld, slurmd, mpicc) @<:@default=auto@:>@])],
-    [], [enable_integration=auto])
+      [run the two-site testbed integration tests in make check (needs root, munge, slurmctld, slurmd, mpicc; auto: when these are met) @<:@default=no@:>@])],
+    [], [enable_integration=no])
 
   x_ac_int_path=$PATH:/usr/sbin:/sbin:/usr/local/sbin
   AC_PATH_PROG([SLURMCTLD], [slurmctld], [], [$x_ac_int_path])
@@ -47,7 +50,7 @@ AC_DEFUN([X_AC_INTEGRATION], [
       XSITE_INTEGRATION=yes],
     [no], [
       XSITE_INTEGRATION=no
-      XSITE_INTEGRATION_WHY="disabled by configure --disable-integration"],
+      XSITE_INTEGRATION_WHY="not asked for: configure --enable-integration runs them"],
     [auto], [
       AS_IF([test -z "$x_ac_int_unmet"], [XSITE_INTEGRATION=yes], [
         XSITE_INTEGRATION=no
