@@ -75,9 +75,12 @@ setup_file() {
 	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
 	mkdir -p "$XT_STATE/work/$U"
 	chown "$U:" "$XT_STATE/work/$U"
-	# what a user can run on a node of theirs: stop the first process of
-	# their uid named slurmstepd once FILE exists (the --xsite-report writer
-	# is forked from slurmstepd and runs as them)
+	# what a user can run on a node of theirs: once the job script whose pid
+	# is in FILE has ended, SIGSTOP every process of their uid, again and
+	# again without a pause (kill(-1) reaches all of them in one call), and
+	# every 50 ms look for what it hit: the --xsite-report writer, forked
+	# from slurmstepd, which runs as them once it has changed its uid.
+	# Prints the pid of the stopped slurmstepd; lets anything else go on.
 	cat >"$BATS_FILE_TMPDIR/stopper.c" <<'EOF'
 #include <dirent.h>
 #include <signal.h>
@@ -87,41 +90,75 @@ setup_file() {
 #include <time.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
+/* the process of our uid, other than us, stopped and named slurmstepd;
+ * every other stopped process of ours is let go on */
+static int stopped_stepd(void)
 {
 	char path[300], line[256];
-	time_t end = time(NULL) + atoi(argv[2]);
 	unsigned uid = getuid(), u;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
 
-	while (access(argv[1], F_OK) != 0 && time(NULL) < end)
-		usleep(2000);
-	while (time(NULL) < end) {
-		DIR *d = opendir("/proc");
-		struct dirent *e;
+	while (d && (e = readdir(d)) != NULL) {
+		FILE *f;
+		int mine = 0, name = 0, stopped = 0;
 
-		while (d && (e = readdir(d)) != NULL) {
-			FILE *f;
-			int mine = 0, name = 0;
-
-			if (e->d_name[0] < '1' || e->d_name[0] > '9')
-				continue;
-			snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
-			if ((f = fopen(path, "r")) == NULL)
-				continue;
-			while (fgets(line, sizeof(line), f)) {
-				if (strcmp(line, "Name:\tslurmstepd\n") == 0)
-					name = 1;
-				if (sscanf(line, "Uid:\t%u", &u) == 1 && u == uid)
-					mine = 1;
-			}
-			fclose(f);
-			if (name && mine && kill(atoi(e->d_name), SIGSTOP) == 0) {
-				printf("%s\n", e->d_name);
-				return 0;
-			}
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/status", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (strcmp(line, "Name:\tslurmstepd\n") == 0)
+				name = 1;
+			if (strncmp(line, "State:\tT", 8) == 0)
+				stopped = 1;
+			if (sscanf(line, "Uid:\t%u", &u) == 1 && u == uid)
+				mine = 1;
 		}
-		if (d)
-			closedir(d);
+		fclose(f);
+		if (mine && stopped && name)
+			found = atoi(e->d_name);
+		else if (mine && stopped)
+			kill(atoi(e->d_name), SIGCONT);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int main(int argc, char **argv)
+{
+	time_t end = time(NULL) + atoi(argv[2]);
+	FILE *f;
+	int script = 0, pid;
+
+	(void)argc;
+	while (script <= 0 && time(NULL) < end) {
+		if ((f = fopen(argv[1], "r")) != NULL) {
+			if (fscanf(f, "%d", &script) != 1)
+				script = 0;
+			fclose(f);
+		}
+		if (script <= 0)
+			usleep(2000);
+	}
+	while (script > 0 && kill(script, 0) == 0 && time(NULL) < end)
+		usleep(200);
+	while (time(NULL) < end) {
+		struct timespec t0, t;
+
+		/* kill(-1) returns 0 whenever any process exists: it says nothing of a hit */
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			kill(-1, SIGSTOP);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 50000000L);
+		if ((pid = stopped_stepd()) > 0) {
+			printf("%d\n", pid);
+			return 0;
+		}
 	}
 	return 1;
 }
@@ -150,12 +187,10 @@ setup() {
 @test "a user who stops the --xsite-report writer does not keep the job COMPLETING: root kills it after 20 s" {
 	local job pid caught='' start end log=$XT_STATE/log/slurmd-alpha1.log
 	for _ in 1 2 3 4 5; do
-		rm -f "$XT_STATE/work/$U/done"
-		# the record grows with the steps, so the writer has more to write
-		job=$(submit --xsite-report -o out-%j.txt \
-			--wrap 'for i in $(seq 1 30); do srun -n1 true; done; touch done')
-		# the user's process on alpha1, outside the job: stops the writer once the script is done
-		pid=$(tb on alpha1 runuser -u "$U" -- "$XT_STATE/work/stopper" "$XT_STATE/work/$U/done" 120) || pid=''
+		rm -f "$XT_STATE/work/$U/script.pid"
+		job=$(submit --xsite-report -o out-%j.txt --wrap 'srun -n1 true; echo $$ >s.$$; mv s.$$ script.pid')
+		# the user's process on alpha1, outside the job: stops the writer once the script has ended
+		pid=$(tb on alpha1 runuser -u "$U" -- "$XT_STATE/work/stopper" "$XT_STATE/work/$U/script.pid" 60) || pid=''
 		if [[ -n $pid ]]; then
 			caught=$pid
 			break
