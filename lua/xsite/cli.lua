@@ -171,6 +171,7 @@ ranks go to which site so that the fewest bytes cross the link.
   ["tune-mpi"] = [[
 Usage: xsite tune-mpi [--link-bandwidth B] [--link-latency L] [--rules-file PATH]
                       [--format env|shell|rules]
+       xsite tune-mpi --check FILE
 
 Open MPI 4.1 settings for a job that spans the extender link: TCP socket
 buffers and btl/tcp's eager limit from the link's bandwidth-delay product
@@ -185,6 +186,9 @@ Prints one OMPI_MCA_* setting a line.
   --rules-file PATH   write the rules file there (default: a new file in /tmp)
   --format F          env (default): NAME=VALUE; shell: export lines;
                       rules: print the rules file instead, write nothing
+  --check FILE        read a coll/tuned rules file (one written by hand too):
+                      exit 1 naming FILE:LINE where it is wrong, since Open
+                      MPI ignores a file it cannot read without a word
 ]],
 }
 
@@ -663,8 +667,18 @@ end
 
 M["tune-mpi"] = function(args, io_, global)
   local opts, code = command_options("tune-mpi", args, { ["link-bandwidth"] = true, ["link-latency"] = true,
-    ["rules-file"] = true, format = true }, io_)
+    ["rules-file"] = true, format = true, check = true }, io_)
   if not opts then return code end
+  if opts.check then
+    local text, rerr = fs.read_capped(opts.check, fs.STATE_MAX)
+    if not text then err(io_, "xsite tune-mpi: --check: %s\n", rerr) return 1 end
+    local r, perr = tune.parse_rules(text, opts.check)
+    if not r then err(io_, "xsite tune-mpi: %s\n", perr) return 1 end
+    local n = 0
+    for _ in pairs(r) do n = n + 1 end
+    out(io_, "%s: rules for %d collective(s), readable by coll/tuned\n", opts.check, n)
+    return 0
+  end
   local format = output_format("tune-mpi", opts.format, { "env", "shell", "rules" }, io_)
   if not format then return 2 end
   if opts["rules-file"] == "" then err(io_, "xsite tune-mpi: --rules-file: empty path\n") return 2 end

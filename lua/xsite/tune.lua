@@ -286,6 +286,96 @@ function M.rules_text(p)
   return table.concat(out, "\n") .. "\n"
 end
 
+--- The most collectives, communicator sizes a collective and message sizes
+-- a communicator size a rules file may list.
+M.RULES_MAX = 4096
+
+--- Read a coll/tuned dynamic rules file (the classic format above, as
+-- `rules_text` writes it and as an administrator may write one by hand):
+-- the one parser of the format.  Open MPI itself ignores a file it cannot
+-- read, silently; this says what is wrong and where.
+-- @param text the file's text
+-- @param filename for messages (default "rules")
+-- @return { [collective id] = array of { comm, rules = array of { size,
+--   algorithm, fan, segment } } }, or nil and "file:line: message"
+function M.parse_rules(text, filename)
+  filename = filename or "rules"
+  local toks, line_no = {}, 0
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    line_no = line_no + 1
+    for tok in line:gsub("#.*$", ""):gmatch("%S+") do
+      toks[#toks + 1] = { tok, line_no }
+    end
+  end
+  local last_line, i = line_no, 0
+  local function fail(at, fmt, ...)
+    return nil, string.format("%s:%d: %s", filename, at, string.format(fmt, ...))
+  end
+  -- the next whole number, at least lo (and at most hi), as `what`
+  local function nxt(what, lo, hi)
+    i = i + 1
+    local t = toks[i]
+    if not t then return fail(last_line, "the file ends where %s should be", what) end
+    if not t[1]:match("^%d+$") then return fail(t[2], "%s: '%s' is not a whole number", what, t[1]) end
+    local v = tonumber(t[1])
+    if v < lo or (hi and v > hi) then
+      return fail(t[2], "%s: %s is not between %d and %d", what, t[1], lo, hi or math.huge)
+    end
+    return v, t[2]
+  end
+  local ids = {}
+  for name, id in pairs(M.COLL_ID) do ids[id] = name end
+  local out = {}
+  local ncoll, e = nxt("the number of collectives", 1, M.RULES_MAX)
+  if not ncoll then return nil, e end
+  for _ = 1, ncoll do
+    local id, at = nxt("a collective id", 0, 63)
+    if not id then return nil, at end
+    if out[id] then return fail(at, "collective %d: given twice", id) end
+    local name = ids[id]
+    local nsets, e2 = nxt("the number of communicator sizes", 1, M.RULES_MAX)
+    if not nsets then return nil, e2 end
+    local sets, prev = {}, nil
+    for _ = 1, nsets do
+      local comm, cat = nxt("a communicator size", 1)
+      if not comm then return nil, cat end
+      if prev and comm <= prev then
+        return fail(cat, "communicator size %d after %d: sizes must grow", comm, prev)
+      end
+      prev = comm
+      local nrules, e3 = nxt("the number of message sizes", 1, M.RULES_MAX)
+      if not nrules then return nil, e3 end
+      local rules, psize = {}, nil
+      for _ = 1, nrules do
+        local size, sat = nxt("a message size", 0)
+        if not size then return nil, sat end
+        if psize and size <= psize then
+          return fail(sat, "message size %d after %d: sizes must grow", size, psize)
+        end
+        psize = size
+        local alg, aat = nxt("an algorithm", 0, 63)
+        if not alg then return nil, aat end
+        if name then
+          local known = alg == 0
+          for _, v in pairs(M.ALG[name]) do known = known or v == alg end
+          if not known then return fail(aat, "%s has no algorithm %d", name, alg) end
+        end
+        local fan, fat = nxt("a fan in/out", 0)
+        if not fan then return nil, fat end
+        local seg, gat = nxt("a segment size", 0)
+        if not seg then return nil, gat end
+        rules[#rules + 1] = { size, alg, fan, seg }
+      end
+      sets[#sets + 1] = { comm = comm, rules = rules }
+    end
+    out[id] = sets
+  end
+  if toks[i + 1] then
+    return fail(toks[i + 1][2], "'%s' after the last rule", toks[i + 1][1])
+  end
+  return out
+end
+
 --- The environment for a plan: array of { name, value }.
 -- @param p a plan
 -- @param rules_path where the rules file is (nil: no rules, buffers only)

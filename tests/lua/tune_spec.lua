@@ -3,40 +3,13 @@ local tune = require("xsite.tune")
 local cli = require("xsite.cli")
 local fs = require("xsite.fs")
 
--- Parse a rules file the way Open MPI 4.1 does (ompi_coll_base_file_getnext_long:
--- numbers, '#' to the end of the line) into { [coll id] = array of
--- { comm, rules = array of { size, alg, faninout, segsize } } }.
+-- A rules file xsite wrote, read back by the one parser (numbers, '#' to the
+-- end of the line, as Open MPI reads it): { [coll id] = array of { comm,
+-- rules = array of { size, alg, faninout, segsize } } }.
 local function parse_rules(text)
-  local nums = {}
-  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
-    line = line:gsub("#.*$", "")
-    for n in line:gmatch("%S+") do
-      assert(n:match("^%d+$"), "not a decimal number: " .. n)
-      nums[#nums + 1] = tonumber(n)
-    end
-  end
-  local i = 0
-  local function nxt()
-    i = i + 1
-    return (assert(nums[i], "rules file ends early"))
-  end
-  local out = {}
-  for _ = 1, nxt() do
-    local id = nxt()
-    local sets = {}
-    for _ = 1, nxt() do
-      local s = { comm = nxt(), rules = {} }
-      for _ = 1, nxt() do s.rules[#s.rules + 1] = { nxt(), nxt(), nxt(), nxt() } end
-      sets[#sets + 1] = s
-    end
-    out[id] = sets
-  end
-  assert(i == #nums, "trailing numbers in the rules file")
-  return out
+  return (assert(tune.parse_rules(text)))
 end
 
--- The rule of a collective for a communicator size and message size, looked
--- up as coll/tuned does (last communicator size <= c, last message size <= n).
 local function lookup(rules, id, c, n)
   local set = rules[id][1]
   for _, s in ipairs(rules[id]) do
@@ -293,6 +266,26 @@ describe("xsite tune-mpi", function()
     assert.are.equal(6, lookup(r, 7, 8, 8)[2])
   end)
 
+  it("--check reads a rules file and names FILE:LINE where it is wrong", function()
+    local path = os.tmpname()
+    assert(run("tune-mpi", "--rules-file", path) == 0)
+    local rc, out = run("tune-mpi", "--check", path)
+    assert.are.equal(0, rc)
+    assert.are.equal(path .. ": rules for 5 collective(s), readable by coll/tuned\n", out)
+    local f = assert(io.open(path, "w"))
+    f:write("1\n7\n1\n8\n1\n0 42 0 0\n")
+    f:close()
+    local err
+    rc, out, err = run("tune-mpi", "--check", path)
+    assert.are.equal(1, rc)
+    assert.are.equal("", out)
+    assert.are.equal("xsite tune-mpi: " .. path .. ":6: bcast has no algorithm 42\n", err)
+    os.remove(path)
+    rc, _, err = run("tune-mpi", "--check", path)
+    assert.are.equal(1, rc)
+    assert.matches("^xsite tune%-mpi: %-%-check: .*: cannot open: No such file or directory\n$", err)
+  end)
+
   it("takes the link from the command line", function()
     local rc, out = run("tune-mpi", "--link-bandwidth", "10Gb/s", "--link-latency", "5ms", "--format", "rules")
     assert.are.equal(0, rc)
@@ -314,5 +307,31 @@ describe("xsite tune-mpi", function()
     local rc, _, e = run("tune-mpi", "--rules-file", "/nonexistent/dir/rules")
     assert.are.equal(1, rc)
     assert.matches("%-%-rules%-file:", e)
+  end)
+end)
+
+describe("xsite.tune.parse_rules", function()
+  it("reads what rules_text writes", function()
+    local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }))
+    local r = assert(tune.parse_rules(tune.rules_text(p), "x.rules"))
+    assert.is_table(r[tune.COLL_ID.bcast])
+  end)
+
+  it("names file:line and what is wrong", function()
+    for text, msg in pairs({
+      [""] = "r:1: the file ends where the number of collectives should be",
+      ["1\n7\n1\n8\n1\n0 6 0"] = "r:6: the file ends where a segment size should be",
+      ["1 # one\n7\n1\n8\n1\n0 99 0 0\n"] = "r:6: an algorithm: 99 is not between 0 and 63",
+      ["1\n7\n1\n8\n1\n0 42 0 0\n"] = "r:6: bcast has no algorithm 42",
+      ["1\n7\n2\n8\n1\n0 6 0 0\n4\n1\n0 6 0 0\n"] = "r:7: communicator size 4 after 8: sizes must grow",
+      ["1\n7\n1\n8\n2\n0 6 0 0\n0 3 0 0\n"] = "r:7: message size 0 after 0: sizes must grow",
+      ["1\n7\n1\n8\n1\n0 6 0 x\n"] = "r:6: a segment size: 'x' is not a whole number",
+      ["1\n7\n1\n8\n1\n0 6 0 0\n5\n"] = "r:7: '5' after the last rule",
+      ["2\n7\n1\n8\n1\n0 6 0 0\n7\n1\n8\n1\n0 6 0 0\n"] = "r:7: collective 7: given twice",
+    }) do
+      local r, err = tune.parse_rules(text, "r")
+      assert.is_nil(r, text)
+      assert.are.equal(msg, err)
+    end
   end)
 end)
