@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -1123,7 +1124,7 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 {
 	struct stat ss;
 	struct dirent *e;
-	char *text, *rerr = NULL, *warn = NULL, cursor[32];
+	char *text, *rerr = NULL, *warn = NULL, *cursor = NULL, resume[NAME_MAX + 1] = "";
 	long budget = XSITE_PRUNE_FILES, pos = 0, here;
 	DIR *d = NULL;
 	int spool, fd, rc = -1;
@@ -1140,11 +1141,29 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 		close(spool);
 		return 0;
 	}
+	/*
+	 * The cursor: where the last call stopped, as telldir's position and
+	 * the name of the entry there ("POS NAME").  A position only holds
+	 * while the directory keeps its offsets (ext4's are hashes; tmpfs
+	 * numbers its entries in order, so every removal before it moves
+	 * them): the entry read there must be the one named, else the scan
+	 * starts again from the top.
+	 */
 	fd = openat(spool, CURSOR, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd >= 0) {
-		text = read_fd(fd, 0, 32, CURSOR, &rerr);
-		if (text != NULL)
-			pos = strtol(text, NULL, 10);
+		text = read_fd(fd, 0, 32 + NAME_MAX, CURSOR, &rerr);
+		if (text != NULL) {
+			char *end, *nl;
+
+			pos = strtol(text, &end, 10);
+			if (*end == ' ' && (nl = strchr(end + 1, '\n')) != NULL &&
+			    (size_t)(nl - end - 1) < sizeof(resume)) {
+				memcpy(resume, end + 1, (size_t)(nl - end - 1));
+				resume[nl - end - 1] = '\0';
+			} else {
+				pos = 0;
+			}
+		}
 		free(text);
 		free(rerr);
 		close(fd);
@@ -1157,18 +1176,28 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 			close(fd);
 		goto out;
 	}
-	if (pos > 0)
+	if (pos > 0 && resume[0] != '\0') {
 		seekdir(d, pos);
+		here = telldir(d);
+		e = readdir(d);
+		if (e == NULL || strcmp(e->d_name, resume) != 0)
+			rewinddir(d);
+		else
+			seekdir(d, here);
+	}
 	for (;;) {
 		here = telldir(d);
-		if (done->scanned >= XSITE_PRUNE_SCAN || budget <= 0) {
-			pos = here;
-			break;
-		}
 		e = readdir(d);
 		if (e == NULL) {
 			pos = 0;
+			resume[0] = '\0';
 			done->wrapped = 1;
+			break;
+		}
+		if (done->scanned >= XSITE_PRUNE_SCAN || budget <= 0) {
+			/* the next call starts at this entry, not yet looked at */
+			pos = here;
+			snprintf(resume, sizeof(resume), "%s", e->d_name);
 			break;
 		}
 		done->scanned++;
@@ -1176,23 +1205,44 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 			continue;
 		{
 			long before = budget;
-			int r = remove_tree(spool, e->d_name, ss.st_dev, 0, &budget, spool);
+			char gone[48];
+			const char *name = e->d_name;
+			int r;
 
+			/*
+			 * Moved aside first, as .stale.deep.X, which is due at once:
+			 * removing what is in a directory changes its mtime, so a tree
+			 * whose removal the budget cuts short would otherwise look
+			 * young to the next call and stay another ReportRetention.
+			 */
+			if (strncmp(name, STALE "deep.", strlen(STALE "deep.")) != 0) {
+				if (random_name(gone, sizeof(gone), STALE "deep.") < 0 ||
+				    renameat2(spool, name, spool, gone, RENAME_NOREPLACE) < 0)
+					continue;
+				name = gone;
+			}
+			r = remove_tree(spool, name, ss.st_dev, 0, &budget, spool);
 			done->files += (unsigned)(before - budget);
 			if (r == 0)
 				done->removed++;
 			if (r > 0) {
-				/* the budget ran out inside it: the next call starts here */
-				pos = here;
+				/* the budget ran out inside it: the next call starts at the top */
+				pos = 0;
+				resume[0] = '\0';
 				break;
 			}
 		}
 	}
-	snprintf(cursor, sizeof(cursor), "%ld\n", pos);
+	cursor = xsite_fmt("%ld %s\n", pos, resume);
+	if (cursor == NULL) {
+		*err = xsite_fmt("ReportDir %s: out of memory", dir);
+		goto out;
+	}
 	if (replace_file(spool, CURSOR, cursor, 0, (uid_t)-1, err, &warn) < 0)
 		goto out;
 	rc = 0;
 out:
+	free(cursor);
 	free(warn);
 	if (d != NULL)
 		closedir(d);
