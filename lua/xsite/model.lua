@@ -219,7 +219,7 @@ end
 --- The most evaluations remembered at once, over all profiles, links and
 -- node counts (then the memory starts over).  Explicit profiles are the
 -- users' to invent, so the bound is on the whole, not per profile.
-M.EVAL_CACHE_MAX = 4096
+M.EVAL_CACHE_MAX = 1024
 
 -- Evaluations already made, by profile, link and node count (weak keys: a
 -- reloaded configuration brings new profile tables and the old ones go).

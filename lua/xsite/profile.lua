@@ -64,6 +64,9 @@ function M.parse_explicit(spec)
   return prof
 end
 
+--- The most explicit `--comm-profile` texts kept parsed (then they start over).
+M.EXPLICIT_CACHE_MAX = 256
+
 local explicit_cache, explicit_cache_size = {}, 0
 
 -- A profile with the measured fields of its profile state entry, made once
@@ -97,7 +100,7 @@ function M.resolve(spec, cfg, tuned)
     local hit = explicit_cache[spec]
     if hit then return hit[1], hit[2] end
     local prof, err = M.parse_explicit(spec)
-    if explicit_cache_size >= 1000 then explicit_cache, explicit_cache_size = {}, 0 end
+    if explicit_cache_size >= M.EXPLICIT_CACHE_MAX then explicit_cache, explicit_cache_size = {}, 0 end
     explicit_cache[spec] = { prof, err }
     explicit_cache_size = explicit_cache_size + 1
     return prof, err

@@ -155,6 +155,10 @@ local state = {}
 -- @param opts optional: `slurm_conf` (to find topology/tree and SlurmUser),
 --   `interval` and `clock` for the caches (see xsite.config.cache), `passwd`
 function M.setup(conf_path, opts)
+  -- slurmctld keeps this Lua state for good: collect when the heap has
+  -- doubled, not tripled (Lua's default), so that what users send leaves
+  -- less garbage behind in slurmctld's memory
+  collectgarbage("setpause", 100)
   opts = opts or {}
   state.conf = config.cache(conf_path, opts.interval, opts.clock)
   state.files = {}
