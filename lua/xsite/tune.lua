@@ -323,6 +323,12 @@ function M.parse_rules(text, filename)
     end
     return v, t[2]
   end
+  -- the next of a list of sizes, each larger than the one before (prev)
+  local function larger(what, lo, prev)
+    local v, at = nxt(what, lo)
+    if v and prev and v <= prev then return fail(at, "%s %d after %d: sizes must grow", what, v, prev) end
+    return v, at
+  end
   local ids = {}
   for name, id in pairs(M.COLL_ID) do ids[id] = name end
   local out = {}
@@ -337,21 +343,15 @@ function M.parse_rules(text, filename)
     if not nsets then return nil, e2 end
     local sets, prev = {}, nil
     for _ = 1, nsets do
-      local comm, cat = nxt("a communicator size", 1)
+      local comm, cat = larger("communicator size", 1, prev)
       if not comm then return nil, cat end
-      if prev and comm <= prev then
-        return fail(cat, "communicator size %d after %d: sizes must grow", comm, prev)
-      end
       prev = comm
       local nrules, e3 = nxt("the number of message sizes", 1, M.RULES_MAX)
       if not nrules then return nil, e3 end
       local rules, psize = {}, nil
       for _ = 1, nrules do
-        local size, sat = nxt("a message size", 0)
+        local size, sat = larger("message size", 0, psize)
         if not size then return nil, sat end
-        if psize and size <= psize then
-          return fail(sat, "message size %d after %d: sizes must grow", size, psize)
-        end
         psize = size
         local alg, aat = nxt("an algorithm", 0, 63)
         if not alg then return nil, aat end
