@@ -281,6 +281,7 @@ describe("xsite tune-mpi", function()
     assert.are.equal("", out)
     assert.are.equal("xsite tune-mpi: " .. path .. ":6: bcast has no algorithm 42\n", err)
     os.remove(path)
+    local _
     rc, _, err = run("tune-mpi", "--check", path)
     assert.are.equal(1, rc)
     assert.matches("^xsite tune%-mpi: %-%-check: .*: cannot open: No such file or directory\n$", err)
