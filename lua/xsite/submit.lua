@@ -155,9 +155,9 @@ local state = {}
 -- @param opts optional: `slurm_conf` (to find topology/tree and SlurmUser),
 --   `interval` and `clock` for the caches (see xsite.config.cache), `passwd`
 function M.setup(conf_path, opts)
-  -- slurmctld keeps this Lua state for good: collect when the heap has
-  -- doubled, not tripled (Lua's default), so that what users send leaves
-  -- less garbage behind in slurmctld's memory
+  -- slurmctld keeps this Lua state for good: the collector starts a new
+  -- cycle as soon as one ends (Lua's default waits until the heap has
+  -- doubled), so that what users send leaves less garbage in slurmctld
   collectgarbage("setpause", 100)
   opts = opts or {}
   state.conf = config.cache(conf_path, opts.interval, opts.clock)
