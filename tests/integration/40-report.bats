@@ -310,7 +310,11 @@ decision_of_solver() {
 	assert_line --regexp "^  suggested: ProfileName=solver Exchange=$bytes Steps=11[01]$"
 	# the policy reads ProfileStateFile (a change of xsite.conf is seen within 5 s)
 	printf 'ProfileStateFile=%s/run/profiles.state\n' "$XT_STATE" >>"$XT_STATE/etc/xsite.conf"
-	run -0 --separate-stderr xsite tune --profile solver --apply
+	# one user's traffic record is theirs to write: the fit rests on it alone
+	run -1 --separate-stderr xsite tune --profile solver --apply
+	assert_equal "$stderr" "xsite tune: --apply: the fit rests on the jobs of 1 user(s) (uid $(id -u "$U1")), fewer than --min-users 2; a job's owner writes its traffic record: check their jobs, then give --min-users 1 to apply it"
+	run ! test -e "$XT_STATE/run/profiles.state"
+	run -0 --separate-stderr xsite tune --profile solver --apply --min-users 1
 	assert_equal "$stderr" "xsite tune: wrote $XT_STATE/run/profiles.state: the policy's next decisions for solver use it"
 	run -0 grep -c "^ProfileName=solver Exchange=$bytes Steps=11[01]$" "$XT_STATE/run/profiles.state"
 	sleep 6
