@@ -20,7 +20,8 @@ local M = {}
 
 local floor, ceil, log, max, min = math.floor, math.ceil, math.log, math.max, math.min
 
-local function log2(x) return log(x) / log(2) end
+local LOG2 = log(2)
+local function log2(x) return log(x) / LOG2 end
 
 --- Application templates: problem size n, node count p →
 -- ops, bytes, exchange, steps, pattern.  w = 8 bytes (a double), c = 2w (a
@@ -142,13 +143,38 @@ function M.crossing(pattern, nA, nB)
   return min(1, cut / total), max(1, floor(cut + 0.5))
 end
 
---- Time on p nodes of one site.
--- @return total seconds, and { compute, network, latency }
-function M.t_site(site, app, p)
+-- The parts of the time on p nodes of one site: compute, network, latency
+-- (numbers, no table: the policy evaluates this for every job).
+local function site_parts(site, app, p)
   local compute = app.ops / (p * site.cores * site.core_peak) + app.bytes / (p * site.mem_bw)
   local network = p > 1 and app.exchange / (p * site.net_bw) or 0
   local latency = app.steps * rounds(app.pattern, p) * site.net_latency
+  return compute, network, latency
+end
+
+--- Time on p nodes of one site.
+-- @return total seconds, and { compute, network, latency }
+function M.t_site(site, app, p)
+  local compute, network, latency = site_parts(site, app, p)
   return compute + network + latency, { compute = compute, network = network, latency = latency }
+end
+
+-- The fastest site for the application at n nodes, among those that hold n
+-- nodes or, when none does, among all as if they were large enough.
+-- @return seconds, the site
+local function one_site(cfg, app, n)
+  local best, where
+  for pass = 1, 2 do
+    for _, site in ipairs(cfg.sites) do
+      if pass == 2 or #site.nodes >= n then
+        local c, nw, l = site_parts(site, app, n)
+        local t = c + nw + l
+        if not best or t < best then best, where = t, site end
+      end
+    end
+    if best then break end
+  end
+  return best, where
 end
 
 --- The time on n nodes at one site: at the fastest site that holds n nodes,
@@ -156,17 +182,29 @@ end
 -- @return seconds, parts, the site
 function M.t_one(cfg, profile, n)
   local app = M.app(profile, n)
-  local best, parts, where
-  for pass = 1, 2 do
-    for _, site in ipairs(cfg.sites) do
-      if pass == 2 or #site.nodes >= n then
-        local t, pt = M.t_site(site, app, n)
-        if not best or t < best then best, parts, where = t, pt, site end
-      end
-    end
-    if best then break end
-  end
+  local best, where = one_site(cfg, app, n)
+  local _, parts = M.t_site(where, app, n)
   return best, parts, where
+end
+
+-- The parts of the time across the link for the application at nA + nB
+-- nodes (numbers, see M.t_span): compute, network, link, latency, crossing
+-- bytes, fraction, flows.
+local function span_parts(cfg, app, nA, nB, link)
+  local A, B = cfg.sites[1], cfg.sites[2]
+  local p = nA + nB
+  local compute = max(site_parts(A, app, p), (site_parts(B, app, p)))
+  local f, flows = M.crossing(app.pattern, nA, nB)
+  local net_bw = min(A.net_bw, B.net_bw)
+  local network = (1 - f) * app.exchange / (p * net_bw)
+  local crossing = f * app.exchange
+  local rate = min(flows, link.channels or 1) * link.bandwidth
+  rate = min(rate, min(nA, nB) * net_bw)
+  local link_time = flows > 0 and crossing / 2 / rate or 0
+  local local_rounds = rounds(app.pattern, max(nA, nB))
+  local latency = app.steps * (local_rounds * max(A.net_latency, B.net_latency)
+    + (app.pattern == "none" and 0 or link.latency))
+  return compute, network, link_time, latency, crossing, f, flows
 end
 
 --- The time on nA nodes at the first site and nB at the second, across the link.
@@ -181,21 +219,8 @@ function M.t_span(cfg, profile, nA, nB, link)
   local A, B = cfg.sites[1], cfg.sites[2]
   if nB == 0 then return M.t_site(A, M.app(profile, nA), nA) end
   if nA == 0 then return M.t_site(B, M.app(profile, nB), nB) end
-  local p = nA + nB
-  local app = M.app(profile, p)
-  local _, pa = M.t_site(A, app, p)
-  local _, pb = M.t_site(B, app, p)
-  local compute = max(pa.compute, pb.compute)
-  local f, flows = M.crossing(app.pattern, nA, nB)
-  local net_bw = min(A.net_bw, B.net_bw)
-  local network = (1 - f) * app.exchange / (p * net_bw)
-  local crossing = f * app.exchange
-  local rate = min(flows, link.channels or 1) * link.bandwidth
-  rate = min(rate, min(nA, nB) * net_bw)
-  local link_time = flows > 0 and crossing / 2 / rate or 0
-  local local_rounds = rounds(app.pattern, max(nA, nB))
-  local latency = app.steps * (local_rounds * max(A.net_latency, B.net_latency)
-    + (app.pattern == "none" and 0 or link.latency))
+  local compute, network, link_time, latency, crossing, f, flows =
+    span_parts(cfg, M.app(profile, nA + nB), nA, nB, link)
   return compute + network + link_time + latency, {
     compute = compute, network = network, link = link_time, latency = latency,
     crossing_bytes = crossing, fraction = f, flows = flows,
@@ -258,14 +283,23 @@ function M.evaluations_cached()
   return eval_cached
 end
 
---- Everything the policy and the CLI need for n nodes.
--- @return { n, nA, nB, t_one, t_span, slowdown, speedup, one_site, parts_one, parts_span }
+--- Everything the policy and the CLI need for n nodes.  slurmctld runs this
+-- for every job whose shape or profile it has not seen: it makes two tables.
+-- @return { n, nA, nB, t_one, t_span, slowdown, speedup, one_site }
 -- where speedup is the gain of spanning n nodes over the largest job that
 -- fits one site (the node count capped at the larger site).
 function M.evaluate(cfg, profile, n, link)
   local nA, nB = M.split(cfg, n)
-  local t_one, parts_one, site = M.t_one(cfg, profile, n)
-  local t_span, parts_span = M.t_span(cfg, profile, nA, nB, link)
+  local app = M.app(profile, n)
+  local t_one, site = one_site(cfg, app, n)
+  local t_span
+  if nA == 0 or nB == 0 then
+    local c, nw, l = site_parts(cfg.sites[nA == 0 and 2 or 1], app, n)
+    t_span = c + nw + l
+  else
+    local c, nw, lt, l = span_parts(cfg, app, nA, nB, link)
+    t_span = c + nw + lt + l
+  end
   local biggest = max(#cfg.sites[1].nodes, #cfg.sites[2].nodes)
   local t_fit = n <= biggest and t_one or M.t_one(cfg, profile, biggest)
   return {
@@ -274,7 +308,6 @@ function M.evaluate(cfg, profile, n, link)
     slowdown = t_span / t_one,
     speedup = t_fit / t_span,
     one_site = site.name,
-    parts_one = parts_one, parts_span = parts_span,
   }
 end
 

@@ -277,7 +277,9 @@ function M.decide(req)
   local link_down = link.state == "down"
   local ev = model.evaluate_cached(cfg, prof, most, link)
   d.prediction = ev
-  local slow_text = string.format(WHY.slowdown, ratio(ev.slowdown), ratio(pol.max_slowdown))
+  local function slow_text()
+    return string.format(WHY.slowdown, ratio(ev.slowdown), ratio(pol.max_slowdown))
+  end
 
   -- Keep the job at the sites of `allowed` (one of them), adding to the
   -- user's constraint; a constraint that cannot take it is refused.
@@ -333,7 +335,7 @@ function M.decide(req)
       if pol.oversize == "warn" then d.warning = "running anyway (OversizeAction=warn)" end
       return true
     end
-    return false, affinity == "pin" and "--site-affinity=pin" or slow_text
+    return false, affinity == "pin" and "--site-affinity=pin" or slow_text()
   end
 
   -- A heterogeneous job's later component: where its first one went.
@@ -474,12 +476,12 @@ function M.decide(req)
     end
     return finish("span", "within", string.format(WHY.within, ratio(ev.slowdown), ratio(pol.max_slowdown)))
   elseif #fitting > 0 then
-    return pin("slowdown", slow_text)
+    return pin("slowdown", slow_text())
   end
 
   -- Larger than any site, and spanning costs too much (or the link is down).
   local why_text = string.format(WHY.oversize, n) .. "; " ..
-    (link_down and WHY["link-down"] or slow_text)
+    (link_down and WHY["link-down"] or slow_text())
   if pol.oversize == "reject" or link_down then
     return finish("reject", "oversize", why_text)
   end

@@ -18,6 +18,11 @@ local EXPLICIT = {
   x = { "exchange", "bytes", true, { zero = true } },
   steps = { "steps", "count", false, { zero = true } },
 }
+local REQUIRED = {}
+for key, e in pairs(EXPLICIT) do
+  if e[3] then REQUIRED[#REQUIRED + 1] = key end
+end
+table.sort(REQUIRED)
 local PATTERNS = {}
 for _, p in ipairs(config.PATTERNS) do PATTERNS[p] = true end
 
@@ -29,12 +34,16 @@ function M.parse_explicit(spec)
   end
   local prof = { name = spec, kind = "explicit" }
   for item in (spec .. ","):gmatch("([^,]*),") do
-    local key, value = item:match("^%s*([%a_]+)%s*=%s*(.-)%s*$")
+    local key, value = item:match("^%s*([%a_]+)%s*=%s*(.*)$")
     if not key then
       return nil, string.format("'%s' is not key=value", item)
     end
-    key = key:lower()
+    if value:find("%s$") then value = value:match("^(.-)%s*$") end
     local e = EXPLICIT[key]
+    if not e and key ~= "pattern" then
+      key = key:lower()
+      e = EXPLICIT[key]
+    end
     if key == "pattern" then
       if prof.pattern then return nil, "pattern: given twice" end
       if not PATTERNS[value:lower()] then
@@ -54,13 +63,14 @@ function M.parse_explicit(spec)
       prof[e[1]] = v
     end
   end
-  for key, e in pairs(EXPLICIT) do
-    if e[3] and not prof[e[1]] then
+  for _, key in ipairs(REQUIRED) do
+    if not prof[EXPLICIT[key][1]] then
       return nil, string.format("%s: missing (op=, b= and x= are required)", key)
     end
   end
   prof.steps = prof.steps or 0
   prof.pattern = prof.pattern or "alltoall"
+  prof.label = spec:find("%s") and spec:gsub("%s", "") or spec
   return prof
 end
 
@@ -120,8 +130,7 @@ end
 --- A profile in one word, for records and messages: its name, or an
 -- explicit spec without blanks (it resolves to the same profile again).
 function M.label(prof)
-  if prof.kind == "explicit" then return (prof.name:gsub("%s", "")) end
-  return prof.name
+  return prof.label or prof.name
 end
 
 return M

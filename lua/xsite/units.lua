@@ -12,80 +12,78 @@ local M = {}
 local DEC = { [""] = 1, k = 1e3, K = 1e3, M = 1e6, G = 1e9, T = 1e12, P = 1e15, E = 1e18 }
 local BIN = { Ki = 1024, Mi = 1024 ^ 2, Gi = 1024 ^ 3, Ti = 1024 ^ 4, Pi = 1024 ^ 5 }
 
-local function prefix_factor(p)
-  return DEC[p] or BIN[p]
-end
-
--- Each kind: a function from the unit text to a factor, and a description of
--- the accepted units for error messages.
+-- Each kind: the factor of every unit text it accepts (a table, so that
+-- parsing a value is one lookup), whether a bare number is allowed, and a
+-- description of the accepted units for error messages.
 local KINDS = {}
 
-local TIME = { s = 1, ms = 1e-3, us = 1e-6, ["\194\181s"] = 1e-6, ns = 1e-9 }
+local function prefixed(out, prefixes, suffix)
+  for p, f in pairs(prefixes) do out[p .. suffix] = f end
+  return out
+end
 
 KINDS.time = {
   units = "s, ms, us or ns",
-  factor = function(u) return TIME[u] end,
+  factors = { s = 1, ms = 1e-3, us = 1e-6, ["\194\181s"] = 1e-6, ns = 1e-9 },
 }
 
-local function byte_factor(u)
-  local p = u:match("^(%a?i?)B$")
-  if not p then return nil end
-  return prefix_factor(p)
-end
+-- B with a decimal or binary prefix
+local BYTES = prefixed(prefixed({}, DEC, "B"), BIN, "B")
 
 KINDS.bytes = {
   units = "B, kB, MB, GB, TB, KiB, MiB, GiB, TiB",
   bare = true,
-  factor = function(u)
-    if u == "" then return 1 end
-    return byte_factor(u)
-  end,
+  factors = prefixed({ [""] = 1 }, BYTES, ""),
 }
 
+-- bytes or bits (b, bit) with a prefix, per second (/s or ps)
+local bandwidth = {}
+for _, per in ipairs({ "/s", "ps" }) do
+  prefixed(bandwidth, BYTES, per)
+  for _, bit in ipairs({ "b", "bit" }) do
+    for p, f in pairs(DEC) do bandwidth[p .. bit .. per] = f / 8 end
+    for p, f in pairs(BIN) do bandwidth[p .. bit .. per] = f / 8 end
+  end
+end
 KINDS.bandwidth = {
   units = "B/s, MB/s, GB/s, MiB/s, Mb/s, Gb/s, Mbit/s, Gbit/s",
-  factor = function(u)
-    local rate = u:match("^(.-)/s$") or u:match("^(.-)ps$")
-    if not rate or rate == "" then return nil end
-    local f = byte_factor(rate)
-    if f then return f end
-    local p = rate:match("^(%a?i?)bit$") or rate:match("^(%a?i?)b$")
-    if p then
-      local pf = prefix_factor(p)
-      return pf and pf / 8
-    end
-    return nil
-  end,
+  factors = bandwidth,
 }
 
+-- flop/s with a one-letter decimal prefix
+local flops = {}
+for p, f in pairs(DEC) do
+  if #p <= 1 then
+    for _, u in ipairs({ "F", "flop/s", "Flop/s", "FLOPS" }) do flops[p .. u] = f end
+  end
+end
 KINDS.flops = {
   units = "F, MF, GF, TF (or Gflop/s, GFLOPS)",
-  factor = function(u)
-    local p = u:match("^(%a?)F$") or u:match("^(%a?)[Ff]lop/s$") or u:match("^(%a?)FLOPS$")
-    return p and DEC[p]
-  end,
+  factors = flops,
 }
 
 KINDS.count = {
   units = "a plain number, or k, M, G, T, P",
   bare = true,
-  factor = function(u) return DEC[u] end,
+  factors = DEC,
 }
 
 KINDS.number = {
   units = "none",
   bare = true,
-  factor = function(u) if u == "" then return 1 end end,
+  factors = { [""] = 1 },
 }
 
 --- Split a quantity into its number and its unit text.
 -- @return number, unit text; or nil when no number leads the text
 local function split_number(text)
-  local num, unit = text:match("^([%d%.]+[eE][-+]?%d+)(.*)$")
-  if not num then
-    num, unit = text:match("^([%d%.]+)(.*)$")
-  end
+  local num, unit = text:match("^([%d%.]+)(.*)$")
   if not num or not num:find("%d") then return nil end
+  if unit:find("^[eE][-+]?%d") then
+    local exp
+    exp, unit = unit:match("^([eE][-+]?%d+)(.*)$")
+    num = num .. exp
+  end
   local value = tonumber(num)
   if not value then return nil end
   value = value * 1.0  -- a float: Lua 5.3+ integers would wrap when scaled
@@ -107,14 +105,14 @@ function M.parse(text, kind, opts)
   if not value then
     return nil, string.format("'%s' is not a number with a unit (%s)", text, k.units)
   end
-  unit = unit:gsub("^%s+", "")
+  if unit:find("^%s") then unit = unit:gsub("^%s+", "") end
   if unit == "" and value == 0 and opts and opts.zero then
     return 0  -- a bare 0 is 0 in every unit
   end
   if unit == "" and not k.bare then
     return nil, string.format("'%s' needs a unit (%s)", text, k.units)
   end
-  local factor = k.factor(unit)
+  local factor = k.factors[unit]
   if not factor then
     return nil, string.format("'%s': unknown unit '%s' (%s)", text, unit, k.units)
   end
