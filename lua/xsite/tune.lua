@@ -1,7 +1,9 @@
 --- Open MPI settings for a job that spans the extender link, without preload.
 --
 -- From the link's bandwidth B (bytes/s) and one-way latency L (s) this module
--- derives two things, both for Open MPI 4.1 (coll/tuned, btl/tcp):
+-- derives the settings below, for Open MPI 4.1 and 5.0 (coll/tuned,
+-- btl/tcp; under 5.0 coll/han's priority is lowered so that coll/tuned,
+-- and with it the rules, runs the collectives):
 --
 -- **TCP socket buffers** (`btl_tcp_sndbuf`, `btl_tcp_rcvbuf`): one TCP stream
 -- keeps the link busy only if its window holds the bandwidth-delay product
@@ -386,6 +388,10 @@ function M.env(p, rules_path)
     { "OMPI_MCA_btl_tcp_eager_limit", tostring(p.eager) },
   }
   if rules_path then
+    -- Open MPI 5 runs coll/han (priority 35) above coll/tuned (30), and han
+    -- never consults tuned's rules: with han at 0 (its priority in 4.1)
+    -- tuned runs the collectives, by these rules
+    e[#e + 1] = { "OMPI_MCA_coll_han_priority", "0" }
     e[#e + 1] = { "OMPI_MCA_coll_tuned_use_dynamic_rules", "1" }
     e[#e + 1] = { "OMPI_MCA_coll_tuned_dynamic_rules_filename", rules_path }
   end

@@ -71,7 +71,7 @@ describe("xsite.spank", function()
     local path = dir .. "/xsite-coll-rules.42"
     -- 1 Gb/s, 1 ms: the eager limit is 250 kB rounded up
     assert.are.equal("OMPI_MCA_btl_tcp_sndbuf=524288\nOMPI_MCA_btl_tcp_rcvbuf=524288\n"
-      .. "OMPI_MCA_btl_tcp_eager_limit=262144\n"
+      .. "OMPI_MCA_btl_tcp_eager_limit=262144\nOMPI_MCA_coll_han_priority=0\n"
       .. "OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename=" .. path .. "\n", env)
     local text = assert(io.open(path)):read("*a")
     assert.matches("^# Open MPI coll/tuned dynamic rules", text)

@@ -201,7 +201,7 @@ describe("xsite.tune", function()
     local p = assert(tune.plan({ bandwidth = GBIT, latency = 1e-3 }))
     local e = tune.env(p, "/tmp/a b'c")
     assert.are.equal("OMPI_MCA_btl_tcp_sndbuf=524288\nOMPI_MCA_btl_tcp_rcvbuf=524288\n"
-      .. "OMPI_MCA_btl_tcp_eager_limit=262144\n"
+      .. "OMPI_MCA_btl_tcp_eager_limit=262144\nOMPI_MCA_coll_han_priority=0\n"
       .. "OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename=/tmp/a b'c\n",
       tune.format(e, "env"))
     assert.matches("export OMPI_MCA_coll_tuned_dynamic_rules_filename='/tmp/a b'\\''c'\n$",
