@@ -92,7 +92,8 @@ have saved, at most.  Jobs the users placed themselves are left out.
   --max-slowdown X   replay with this MaxSlowdown
   --sacct-file FILE  read sacct's output from FILE instead of running sacct
                      (fields: JobID User State NNodes Elapsed Reserved NodeList
-                     AdminComment, tab-separated)
+                     AdminComment, tab-separated; Reserved is Planned from
+                     Slurm 23.11 on)
   --json             the summary as JSON
 ]],
   report = [[
@@ -173,11 +174,12 @@ Usage: xsite tune-mpi [--link-bandwidth B] [--link-latency L] [--rules-file PATH
                       [--format env|shell|rules]
        xsite tune-mpi --check FILE
 
-Open MPI 4.1 settings for a job that spans the extender link: TCP socket
-buffers and btl/tcp's eager limit from the link's bandwidth-delay product
-(btl_tcp_sndbuf, rcvbuf, eager_limit) and a coll/tuned dynamic rules file
-whose algorithms cross the link once or twice a call for ranks placed site
-by site (coll_tuned_use_dynamic_rules, coll_tuned_dynamic_rules_filename).
+Open MPI (4.1, 5.0) settings for a job that spans the extender link: TCP
+socket buffers and btl/tcp's eager limit from the link's bandwidth-delay
+product (btl_tcp_sndbuf, rcvbuf, eager_limit) and a coll/tuned dynamic rules
+file whose algorithms cross the link once or twice a call for ranks placed
+site by site (coll_tuned_use_dynamic_rules, coll_tuned_dynamic_rules_filename;
+coll_han_priority=0, so that Open MPI 5 runs coll/tuned and the rules).
 Prints one OMPI_MCA_* setting a line.
 
   --link-bandwidth B  e.g. 1Gb/s (default: the link of xsite.conf, or its
@@ -742,9 +744,13 @@ function M.replay(args, io_, global)
     text, e = config.read_file(opts["sacct-file"])
     if not text then err(io_, "xsite replay: --sacct-file: %s\n", e) return 1 end
   else
+    -- the field names of this Slurm (Reserved became Planned in 23.11)
+    local hp = io.popen("sacct --helpformat 2>/dev/null")
+    local helpformat = hp and hp:read("*a")
+    if hp then hp:close() end
     local cmd = string.format("sacct -a -X -n -P --delimiter=%s --state=%s --starttime=%s --endtime=now"
       .. " --format=%s 2>&1", shell_quote(replay.DELIMITER), replay.STATES, shell_quote(since),
-      table.concat(replay.FIELDS, ","))
+      table.concat(replay.sacct_fields(helpformat), ","))
     local p = io.popen(cmd)
     text = p and p:read("*a") or ""
     if p then p:close() end

@@ -11,8 +11,19 @@ local policy = require("xsite.policy")
 local M = {}
 
 --- The sacct fields `xsite replay` asks for, in this order (AdminComment
--- last: it may hold the delimiter).
+-- last: it may hold the delimiter); see M.sacct_fields.
 M.FIELDS = { "JobID", "User", "State", "NNodes", "Elapsed", "Reserved", "NodeList", "AdminComment" }
+--- The sacct fields to ask for from a Slurm whose `sacct --helpformat` is
+-- `helpformat`: M.FIELDS, with the time in the queue as Slurm 23.11 and
+-- later name it (Planned; Reserved before, and when `helpformat` is nil).
+function M.sacct_fields(helpformat)
+  local planned = type(helpformat) == "string" and helpformat:find("%f[%w]Planned%f[%W]") ~= nil
+  local out = {}
+  for i, f in ipairs(M.FIELDS) do
+    out[i] = (f == "Reserved" and planned) and "Planned" or f
+  end
+  return out
+end
 --- The field delimiter given to sacct.
 M.DELIMITER = "\t"
 --- The job states `xsite replay` asks sacct for: every state a job ends in.

@@ -21,6 +21,17 @@ local function record(c, req)
 end
 
 describe("xsite.replay", function()
+  it("asks sacct for the queue time by the name this Slurm gives it", function()
+    -- sacct --helpformat of 22.05 lists Reserved, of 23.11 and later Planned
+    assert.are.same(replay.FIELDS, replay.sacct_fields(nil))
+    assert.are.same(replay.FIELDS, replay.sacct_fields("NodeList  Partition  QOS\nReserved  ReqCPUS\n"))
+    local new = replay.sacct_fields("NodeList  Partition  Planned  PlannedCPU  QOS\n")
+    assert.are.equal("Planned", new[6])
+    assert.are.equal(#replay.FIELDS, #new)
+    -- a field that only starts with the name is not it
+    assert.are.equal("Reserved", replay.sacct_fields("PlannedCPU  PlannedCPURAW\n")[6])
+  end)
+
   it("reads Slurm durations", function()
     assert.are.equal(3723, replay.seconds("01:02:03"))
     assert.are.equal(86400 + 3600, replay.seconds("1-01:00:00"))
