@@ -8,8 +8,8 @@
 #    --with-mpi[=MPICC]        require MPI; MPICC names the wrapper
 #                              --without-mpi skips the check
 #
-#  Substitutes MPICC, MPI_CFLAGS, MPI_LIBS; sets the automake conditional
-#  HAVE_MPI.
+#  Substitutes MPICC, MPI_CFLAGS, MPI_LIBS and MPI_IMPL_VERSION (e.g.
+#  "Open MPI 5.0.7", from mpi.h); sets the automake conditional HAVE_MPI.
 ##*****************************************************************************
 
 AC_DEFUN([X_AC_MPI], [
@@ -58,6 +58,21 @@ PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
 MPI_Finalize();
 ]])], [x_ac_mpi_found=yes])
     AC_MSG_RESULT([$x_ac_mpi_found])
+    dnl which MPI, from its own header: Open MPI's version, else MPICH's
+    AS_IF([test "x$x_ac_mpi_found" = xyes], [
+      AC_MSG_CHECKING([the MPI implementation])
+      AC_COMPUTE_INT([x_ac_ompi_major], [OMPI_MAJOR_VERSION], [[#include <mpi.h>]], [x_ac_ompi_major=])
+      AS_IF([test -n "$x_ac_ompi_major"], [
+        AC_COMPUTE_INT([x_ac_ompi_minor], [OMPI_MINOR_VERSION], [[#include <mpi.h>]], [x_ac_ompi_minor=0])
+        AC_COMPUTE_INT([x_ac_ompi_release], [OMPI_RELEASE_VERSION], [[#include <mpi.h>]], [x_ac_ompi_release=0])
+        MPI_IMPL_VERSION="Open MPI $x_ac_ompi_major.$x_ac_ompi_minor.$x_ac_ompi_release"
+        AS_IF([test "$x_ac_ompi_major" -lt 4 || { test "$x_ac_ompi_major" -eq 4 && test "$x_ac_ompi_minor" -lt 1; }],
+          [AC_MSG_WARN([$MPI_IMPL_VERSION: xsite is tested with Open MPI 4.1 and 5.0 (docs/compat.md)])])
+      ], [
+        MPI_IMPL_VERSION="not Open MPI (xsite-run's tuning and rankfiles are Open MPI's)"
+      ])
+      AC_MSG_RESULT([$MPI_IMPL_VERSION])
+    ])
     CPPFLAGS=$x_ac_mpi_save_CPPFLAGS
     LIBS=$x_ac_mpi_save_LIBS
 
@@ -77,5 +92,6 @@ MPI_Finalize();
   AC_SUBST([MPICC])
   AC_SUBST([MPI_CFLAGS])
   AC_SUBST([MPI_LIBS])
+  AC_SUBST([MPI_IMPL_VERSION])
   AM_CONDITIONAL([HAVE_MPI], [test "x$x_ac_mpi_found" = xyes])
 ])

@@ -7,8 +7,8 @@
 #    --with-pmix[=PATH]        require PMIx (installed under PATH)
 #                              --without-pmix skips the check
 #
-#  Substitutes PMIX_CFLAGS, PMIX_LIBS; sets the automake conditional
-#  HAVE_PMIX.
+#  Substitutes PMIX_CFLAGS, PMIX_LIBS and PMIX_VERSION (from pmix.h); sets
+#  the automake conditional HAVE_PMIX.
 ##*****************************************************************************
 
 AC_DEFUN([X_AC_PMIX], [
@@ -50,6 +50,16 @@ const char *v = PMIx_Get_version();
 ]])], [x_ac_pmix_found=yes; break])
     done
     AC_MSG_RESULT([$x_ac_pmix_found])
+    AS_IF([test "x$x_ac_pmix_found" = xyes], [
+      AC_MSG_CHECKING([the PMIx version])
+      AC_COMPUTE_INT([x_ac_pmix_major], [PMIX_VERSION_MAJOR], [[#include <pmix.h>]], [x_ac_pmix_major=])
+      AS_IF([test -n "$x_ac_pmix_major"], [
+        AC_COMPUTE_INT([x_ac_pmix_minor], [PMIX_VERSION_MINOR], [[#include <pmix.h>]], [x_ac_pmix_minor=0])
+        AC_COMPUTE_INT([x_ac_pmix_release], [PMIX_VERSION_RELEASE], [[#include <pmix.h>]], [x_ac_pmix_release=0])
+        PMIX_VERSION="$x_ac_pmix_major.$x_ac_pmix_minor.$x_ac_pmix_release"
+      ], [PMIX_VERSION=unknown])
+      AC_MSG_RESULT([$PMIX_VERSION])
+    ])
     CPPFLAGS=$x_ac_pmix_save_CPPFLAGS
     LIBS=$x_ac_pmix_save_LIBS
 
@@ -64,5 +74,6 @@ const char *v = PMIx_Get_version();
 
   AC_SUBST([PMIX_CFLAGS])
   AC_SUBST([PMIX_LIBS])
+  AC_SUBST([PMIX_VERSION])
   AM_CONDITIONAL([HAVE_PMIX], [test "x$x_ac_pmix_found" = xyes])
 ])
