@@ -103,6 +103,11 @@ fake_allocation() {
   assert_line 'rank 1=alpha2 slot=1'
   assert_line 'rank 4=beta1 slot=0'
   [[ $stderr == *'xsite-run: rank 1 -> alpha2 (site alpha) core 1'* ]]
+  # a '-' in the rankfile's path: Open MPI 5.0's --map-by refuses it, so it
+  # goes as --rankfile (4.1 takes only that anyway)
+  mkdir -p "$BATS_TEST_TMPDIR/with-dash"
+  TMPDIR=$BATS_TEST_TMPDIR/with-dash run -0 --separate-stderr "$RUN" --dry-run --launcher mpirun ./app
+  assert_line --index 0 --regexp "^mpirun -np 8 --rankfile [^ ]+/with-dash/xsiterun\.[A-Za-z0-9]+ --bind-to core \./app\$"
 }
 
 @test "--comm-graph: heavy pairs (0,4),(1,5),(2,6),(3,7) are put at one site" {
