@@ -431,7 +431,9 @@ end
 -- @param acct optional { elapsed = seconds, state, record = the parsed
 --   AdminComment (xsite.policy.parse_record) } from accounting
 -- @return { elapsed, mpi_steps, cross_bytes, cross_messages, predicted_bytes,
---   traffic_ratio, link_time, cost, predicted_cost }
+--   traffic_ratio, link_bytes_time (the measured bytes across at the
+--   link's rate), link_time (that and a latency per synchronising step of
+--   the profile), cost, predicted_cost }
 function M.assess(rec, acct)
   local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0 }
   local first, last, sum = nil, nil, 0
@@ -463,7 +465,10 @@ function M.assess(rec, acct)
     local l = rec.link
     local rate = (l.channels or 1) * l.bandwidth
     local steps = p and p.sync_steps or 0
-    a.link_time = a.cross_bytes / 2 / rate + steps * l.latency
+    -- the part of it that is measured: the bytes that crossed, at the
+    -- link's rate (the latency term counts the profile's steps, a model)
+    a.link_bytes_time = a.cross_bytes / 2 / rate
+    a.link_time = a.link_bytes_time + steps * l.latency
     local rest = a.elapsed - a.link_time
     if rest > 0 then a.cost = a.link_time / rest end
   end
@@ -694,8 +699,9 @@ end
 
 --- Where the time went, as SVG: the predicted time across the link split
 -- into compute, network inside the sites, link bandwidth and link latency,
--- next to the measured elapsed time split into the link's share (from
--- the traffic that crossed) and the rest.
+-- next to what was measured: the elapsed time, of which the bytes that
+-- crossed took their time at the link's rate (at most all of it).  Nothing
+-- of the measured bar comes from the model.
 function M.svg(rec, acct, max_slowdown)
   local a = M.assess(rec, acct)
   local p = present(rec.prediction) and rec.prediction or nil
@@ -705,10 +711,10 @@ function M.svg(rec, acct, max_slowdown)
       { "compute", p.parts.compute, "#1b6ca8" }, { "network in the sites", p.parts.network, "#2e8b57" },
       { "link bandwidth", p.parts.link, "#edae49" }, { "link latency", p.parts.latency, "#d1495b" } } }
   end
-  local lt = a.link_time or 0
+  local lt = math.min(a.link_bytes_time or 0, a.elapsed)
   bars[#bars + 1] = { "measured", {
-    { "compute and network in the sites", math.max(0, a.elapsed - lt), "#6a4c93" },
-    { "link (from the traffic that crossed)", lt, "#d1495b" } } }
+    { "the rest of the elapsed time", a.elapsed - lt, "#6a4c93" },
+    { "the bytes that crossed, at the link's rate", lt, "#d1495b" } } }
   local tmax = 0
   for _, b in ipairs(bars) do
     local t = 0

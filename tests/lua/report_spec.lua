@@ -426,4 +426,26 @@ describe("xsite.report", function()
     assert.matches("link latency", svg)
     assert.matches("decision:   unknown", report.text(rec, nil, 1.1))
   end)
+
+  it("draws the measured bar from what was measured only: the elapsed time, the bytes across", function()
+    -- a profile of 100000 synchronising steps at 1 ms predicts 100 s of link
+    -- latency; the job ran 2 s, and what crossed takes 1 s at the link's rate
+    local c = h.two_sites(2, 2, "ProfileName=chatty Ops=1e10 Bytes=1GB Exchange=1GB Steps=100000 Pattern=halo1d\n"
+      .. "DefaultProfile=chatty")
+    local bw = c.link.bandwidth * c.link.channels
+    local rec = ended(c, nil, traffic(2 * bw, 10), nil, nil, 1002)
+    local a = report.assess(rec, nil)
+    assert.are.equal(2, a.elapsed)
+    assert.is_true(a.link_time > 100)
+    assert.are.equal(1, a.link_bytes_time)
+    local svg = report.svg(rec, nil, 1.1)
+    local measured = svg:match('>measured</text>.-<text[^>]*>([^<]*)</text>')
+    assert.are.equal("2.00 s: the rest of the elapsed time 1.00 s, the bytes that crossed, at the link's rate 1.00 s",
+      measured)
+    -- more bytes than the elapsed time can hold: the bar stays the elapsed time
+    rec = ended(c, nil, traffic(10 * bw, 10), nil, nil, 1002)
+    measured = report.svg(rec, nil, 1.1):match('>measured</text>.-<text[^>]*>([^<]*)</text>')
+    assert.matches("^2%.00 s: the rest of the elapsed time 0%.0 us, "
+      .. "the bytes that crossed, at the link's rate 2%.00 s$", measured)
+  end)
 end)
