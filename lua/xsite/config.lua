@@ -654,10 +654,4 @@ function M.load_link_state(filename)
   return load_state(filename, M.parse_link_state)
 end
 
---- The other site.
-function M.other_site(cfg, site)
-  if cfg.sites[1] == site then return cfg.sites[2] end
-  return cfg.sites[1]
-end
-
 return M
