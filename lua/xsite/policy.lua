@@ -224,12 +224,6 @@ function M.decide(req)
   if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
   local target = cfg.site_by_name[affinity]
 
-  local prof, perr = profile.resolve(req.profile, cfg, req.profile_state)
-  if not prof then
-    return finish("reject", "bad-request", "--comm-profile: " .. perr)
-  end
-  d.profile = profile.label(prof)
-
   -- The user's constraint: which sites it allows, whether it keeps the job
   -- at one site.  The record keeps it, so that a later modification can
   -- decide again from it.
@@ -257,6 +251,15 @@ function M.decide(req)
     end
   end
   if #named > 0 then d.nodelist_sites = site_names(named, "+") end
+
+  -- The profile last of the request's parts: parsing a new explicit one
+  -- costs the most, and a request refused for its constraint or node list
+  -- does not pay for it.
+  local prof, perr = profile.resolve(req.profile, cfg, req.profile_state)
+  if not prof then
+    return finish("reject", "bad-request", "--comm-profile: " .. perr)
+  end
+  d.profile = profile.label(prof)
 
   -- The job's real shape: the most nodes it can get, the model's n.
   local most = req.max_nodes
