@@ -24,6 +24,25 @@ as() {
 	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- "$@")
 }
 
+# update ARGS...: scontrol update as the user.  Slurm 24.11 now and then
+# answers a valid update with EAGAIN ("Resource temporarily unavailable":
+# try again); that answer, and only that, is tried again, up to 5 times a
+# second apart
+update() {
+	local try out
+	for try in 1 2 3 4 5; do
+		if out=$(as scontrol update "$@" 2>&1); then
+			printf '%s\n' "$out"
+			return 0
+		fi
+		[[ $out == *'Resource temporarily unavailable'* ]] || break
+		printf '# scontrol update %s: try %d: %s\n' "$*" "$try" "$(tail -n 1 <<<"$out")" >&3
+		sleep 1
+	done
+	printf '%s\n' "$out"
+	return 1
+}
+
 # try OPTION...: sbatch as the user (a short job); sets JOB (empty when
 # refused) and TOLD (what sbatch printed on stderr)
 try() {
@@ -186,7 +205,7 @@ sites_printed() {
 		'Features=site_beta|ib' 'ReqNodeList=beta1'; do
 		try -H -N2 --wrap true
 		[[ -n $JOB ]]
-		as scontrol update JobId="$JOB" "$change"
+		update JobId="$JOB" "$change"
 		as scontrol release "$JOB"
 		one_site "$JOB"
 	done
