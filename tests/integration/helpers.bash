@@ -195,12 +195,23 @@ build_pingpong() {
 # with RUNS > 1, the lowest median of that many runs (2 cores run every node
 # and daemon: a run can lose its CPU to another process for milliseconds)
 pingpong_median() {
-	local a=$1 b=$2 n=$3 runs=${4:-1} out best='' m r
+	local a=$1 b=$2 n=$3 runs=${4:-1} out best='' m r rc
 	for ((r = 0; r < runs; r++)); do
-		out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60) || {
+		rc=0
+		out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60 2>&1) || rc=$?
+		# one more try when a rank died of a segmentation fault: Open MPI's
+		# start-up crash (a rank that receives while still in MPI_Init; see
+		# mpi-wrappers/libxsite/README.md), which the ping-pong, without
+		# libxsite, meets now and then on a loaded machine
+		if ((rc != 0)) && [[ $out == *'Segmentation fault'* || $out == *'Caught signal 11'* ]]; then
+			printf '# pingpong %s-%s: a rank crashed (Open MPI start-up); once more\n' "$a" "$b" >&3
+			rc=0
+			out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60 2>&1) || rc=$?
+		fi
+		if ((rc != 0)); then
 			printf 'pingpong %s-%s failed: %s\n' "$a" "$b" "$out" >&2
 			return 1
-		}
+		fi
 		printf '%s\n' "$out" | tap_note
 		m=$(sed -nE 's/.* median=([0-9.]+) .*/\1/p' <<<"$out")
 		[[ -n $m ]] || {
