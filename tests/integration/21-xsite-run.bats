@@ -91,7 +91,7 @@ mpi_alloc() {
 	local try
 	for try in 1 2; do
 		run --separate-stderr in_alloc "$@"
-		if ((status < 128)) && ! [[ $stderr == *'Caught signal'* && $stderr == *ompi_mpi_init* ]]; then
+		if ((status < 128)) && ! { mpi_startup_crash "$stderr" && [[ $stderr == *ompi_mpi_init* ]]; }; then
 			return 0
 		fi
 		printf '# try %d: exit status %d (Open MPI start-up); once more\n' "$try" "$status" >&3

@@ -194,20 +194,25 @@ build_pingpong() {
 # pingpong_median NODE_A NODE_B ITERS [RUNS]: median one-way latency in us;
 # with RUNS > 1, the lowest median of that many runs (2 cores run every node
 # and daemon: a run can lose its CPU to another process for milliseconds)
+# mpi_startup_crash OUTPUT: whether OUTPUT shows a rank dying in Open MPI's
+# start-up (a rank that receives while still in MPI_Init; see
+# mpi-wrappers/libxsite/README.md), which an MPI job without libxsite meets
+# now and then on a loaded machine: 4.1 prints a segmentation fault, 5.0
+# reports it through UCX's handler ("Caught signal 11")
+mpi_startup_crash() {
+	[[ $1 == *'Segmentation fault'* || $1 == *'Caught signal 11'* ]]
+}
+
 pingpong_median() {
-	local a=$1 b=$2 n=$3 runs=${4:-1} out best='' m r rc
+	local a=$1 b=$2 n=$3 runs=${4:-1} out best='' m r rc try
 	for ((r = 0; r < runs; r++)); do
-		rc=0
-		out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60 2>&1) || rc=$?
-		# one more try when a rank died of a segmentation fault: Open MPI's
-		# start-up crash (a rank that receives while still in MPI_Init; see
-		# mpi-wrappers/libxsite/README.md), which the ping-pong, without
-		# libxsite, meets now and then on a loaded machine
-		if ((rc != 0)) && [[ $out == *'Segmentation fault'* || $out == *'Caught signal 11'* ]]; then
-			printf '# pingpong %s-%s: a rank crashed (Open MPI start-up); once more\n' "$a" "$b" >&3
+		# a second try after a start-up crash, and only then
+		for try in 1 2; do
 			rc=0
 			out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60 2>&1) || rc=$?
-		fi
+			((rc != 0 && try == 1)) && mpi_startup_crash "$out" || break
+			printf '# pingpong %s-%s: a rank crashed (Open MPI start-up); once more\n' "$a" "$b" >&3
+		done
 		if ((rc != 0)); then
 			printf 'pingpong %s-%s failed: %s\n' "$a" "$b" "$out" >&2
 			return 1
