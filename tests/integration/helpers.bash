@@ -210,7 +210,9 @@ pingpong_median() {
 		for try in 1 2; do
 			rc=0
 			out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60 2>&1) || rc=$?
-			((rc != 0 && try == 1)) && mpi_startup_crash "$out" || break
+			if ((rc == 0 || try == 2)) || ! mpi_startup_crash "$out"; then
+				break
+			fi
 			printf '# pingpong %s-%s: a rank crashed (Open MPI start-up); once more\n' "$a" "$b" >&3
 		done
 		if ((rc != 0)); then
