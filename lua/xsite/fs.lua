@@ -16,6 +16,8 @@
 -- sticky, as /tmp: then no one else can replace the file).
 -- @module xsite.fs
 
+local shell = require("xsite.shell")
+
 local M = {}
 
 --- The most bytes of a state file (`xsite calibrate`, `xsite tune --apply`)
@@ -25,17 +27,9 @@ M.STATE_MAX = 1048576
 --- How long one `stat` or `mktemp` may take (seconds), then it is killed.
 M.TIMEOUT = 5
 
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
 -- The first line a command prints (stderr dropped), or nil.
-local function first_line(cmd)
-  local p = io.popen("exec timeout -k 1 " .. M.TIMEOUT .. " " .. cmd .. " 2>/dev/null", "r")
-  if not p then return nil end
-  local line = p:read("*l")
-  p:close()
-  return line
+local function first_line(argv)
+  return (shell.run(argv, { timeout = M.TIMEOUT, stderr = "drop" }):match("^[^\n]+"))
 end
 
 local function dirname(path)
@@ -49,7 +43,7 @@ M.dirname = dirname
 local euid
 --- The process's effective uid (`id -u`, asked once).
 function M.euid()
-  if euid == nil then euid = tonumber(first_line("id -u") or "") or false end
+  if euid == nil then euid = tonumber(first_line({ "id", "-u" }) or "") or false end
   return euid or nil
 end
 
@@ -62,20 +56,15 @@ local KIND = { [0x8000] = "regular file", [0x4000] = "directory", [0xA000] = "sy
 --   nil, a message naming path, and `true` as third value when there is
 --   nothing at path (a path that cannot be looked at is not "nothing")
 function M.lstat(path)
-  local p = io.popen("LC_ALL=C timeout -k 1 " .. M.TIMEOUT .. " stat -c '%f %u %s' -- " .. quote(path)
-    .. " 2>&1; echo \"rc=$?\"", "r")
-  local out = p and p:read("*a") or ""
-  if p then p:close() end
-  local mode, uid, size = out:match("^(%x+) (%d+) (%d+)\nrc=0\n$")
-  if not mode then
-    if out:find(": No such file or directory\nrc=1\n$") then
+  local out, ok, rc = shell.run({ "stat", "-c", "%f %u %s", "--", path },
+    { env = { LC_ALL = "C" }, timeout = M.TIMEOUT })
+  local mode, uid, size = out:match("^(%x+) (%d+) (%d+)\n$")
+  if not ok or not mode then
+    if rc == 1 and out:find(": No such file or directory\n$") then
       return nil, path .. ": cannot open: No such file or directory", true
     end
     local why = out:match("^stat: [^\n]*: ([^\n]*)\n")
-    if not why then
-      local rc = out:match("rc=(%d+)")
-      why = rc and ("stat exited " .. rc) or "stat did not run"
-    end
+    if not why then why = rc and ("stat exited " .. rc) or "stat did not run" end
     return nil, string.format("%s: cannot look at it: %s; not read", path, why)
   end
   mode = tonumber(mode, 16)
@@ -177,7 +166,7 @@ function M.write_atomic(path, text, mode)
   mode = mode or "0644"
   local dir, base = dirname(path), path:match("([^/]*)$")
   local script = 't=$(mktemp -p "$1" ".$2.XXXXXXXXXX") && chmod "$3" "$t" && printf "%s\\n" "$t"'
-  local tmp = first_line("sh -c " .. quote(script) .. " sh " .. quote(dir) .. " " .. quote(base) .. " " .. quote(mode))
+  local tmp = first_line({ "sh", "-c", script, "sh", dir, base, mode })
   if not tmp or tmp == "" then return nil, string.format("%s: cannot write: cannot make a file in %s", path, dir) end
   local f, err = io.open(tmp, "wb")
   if not f then

@@ -77,6 +77,8 @@
 -- Nothing here raises on bad input: `nil, message`.
 -- @module xsite.tune
 
+local shell = require("xsite.shell")
+
 local M = {}
 
 --- Smallest and largest TCP buffer set (bytes).
@@ -398,11 +400,6 @@ function M.env(p, rules_path)
   return e
 end
 
-local function shell_quote(s)
-  if s:match("^[%w%._/:,+=@%-]+$") then return s end
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
 --- Format an environment: "env" gives NAME=VALUE lines, "shell" export lines.
 -- @return string, or nil and a message
 function M.format(e, format)
@@ -411,7 +408,7 @@ function M.format(e, format)
     if format == "env" then
       out[#out + 1] = kv[1] .. "=" .. kv[2]
     elseif format == "shell" then
-      out[#out + 1] = "export " .. kv[1] .. "=" .. shell_quote(kv[2])
+      out[#out + 1] = "export " .. kv[1] .. "=" .. shell.quote(kv[2])
     else
       return nil, string.format("'%s' is not env or shell", tostring(format))
     end

@@ -258,6 +258,25 @@ with_link_state() {
   done
 }
 
+@test "check --json gives the sites, link and profiles of a valid file, and every error of a broken one" {
+  run -0 xsite check --json "$REPO/site-configs/testbed.conf"
+  run -0 jq -r '[.valid, .sites[0].name, .sites[0].nodes, .sites[1].name, .link.latency, (.errors | length)] | @tsv' \
+    <<<"$output"
+  assert_output "$(printf 'true\talpha\t2\tbeta\t0.001\t0')"
+  run -1 xsite check --json "$FIX/errors.conf"
+  run -0 jq -r '.valid, (.errors | length), .errors[0]' <<<"$output"
+  assert_line --index 0 false
+  assert_line --index 1 9
+  assert_line --index 2 "$FIX/errors.conf:3: NetLatency: '10' needs a unit (s, ms, us or ns)"
+}
+
+@test "map --format json gives each rank its host, site and core slot, site by site" {
+  run -0 xsite --config "$REPO/site-configs/testbed.conf" map --nodelist beta1,alpha1 --tasks-per-node '2(x2)' \
+    --format json
+  run -0 jq -r '.ranks[] | "\(.rank) \(.host) \(.site) \(.slot)"' <<<"$output"
+  assert_output "$(printf '%s\n' '0 alpha1 alpha 0' '1 alpha1 alpha 1' '2 beta1 beta 0' '3 beta1 beta 1')"
+}
+
 @test "check reports an error in a continued line at the line where it starts" {
   run -1 xsite check "$FIX/errors.conf"
   assert_line --partial "errors.conf:3: NetLatency:"

@@ -1,0 +1,57 @@
+--- `xsite check`: validate xsite.conf; print every error as file:line.  See xsite(1).
+-- @module xsite.cli.check
+
+local common = require("xsite.cli.common")
+local config = require("xsite.config")
+local json = require("xsite.json")
+local units = require("xsite.units")
+
+local out, err = common.out, common.err
+
+local M = {
+  summary = "validate xsite.conf; print every error as file:line",
+  options = { json = false },
+  args = { name = "[FILE]", min = 0, max = 1, extra = "one file at most" },
+  usage = [[
+Usage: xsite check [FILE] [--json]
+
+Validate a configuration (default: the one --config or the environment names).
+Exit 0 when it is valid, 1 with every error as `file:line: Key: message`.
+
+  --json  the result as JSON: file, valid, errors, and for a valid file its
+          sites, link, profiles, Mode and MaxSlowdown
+]],
+}
+
+function M.run(opts, pos, io_, global)
+  local path = pos[1] or global.config or config.locate()
+  local cfg, _, errs = config.load(path)
+  if opts.json then
+    local doc = { file = path, valid = cfg ~= nil, errors = json.array(errs or {}) }
+    if cfg then
+      doc.sites = json.array({})
+      for i, s in ipairs(cfg.sites) do
+        doc.sites[i] = { name = s.name, feature = s.feature, nodes = #s.nodes }
+      end
+      doc.link = { bandwidth = cfg.link.bandwidth, latency = cfg.link.latency, channels = cfg.link.channels }
+      doc.profiles = json.array({})
+      for i, p in ipairs(cfg.profiles) do doc.profiles[i] = p.name end
+      doc.mode = cfg.policy.mode
+      doc.max_slowdown = cfg.policy.max_slowdown
+    end
+    out(io_, "%s\n", json.encode(doc))
+    return cfg and 0 or 1
+  end
+  if not cfg then
+    for _, e in ipairs(errs) do err(io_, "%s\n", e) end
+    return 1
+  end
+  local n = #cfg.sites[1].nodes + #cfg.sites[2].nodes
+  out(io_, "%s: OK: sites %s (%d nodes) and %s (%d nodes), link %s %s, %d profiles\n", path,
+    cfg.sites[1].name, #cfg.sites[1].nodes, cfg.sites[2].name, #cfg.sites[2].nodes,
+    units.format_bandwidth(cfg.link.bandwidth * cfg.link.channels), units.format_time(cfg.link.latency),
+    #cfg.profiles)
+  return n > 0 and 0 or 1
+end
+
+return M

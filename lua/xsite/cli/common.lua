@@ -1,0 +1,97 @@
+--- What the subcommands of `xsite` share: the one option parser, output,
+-- the configuration and its state files, and running Slurm's commands.
+-- A subcommand is a module xsite.cli.<name> (see xsite.cli).
+-- @module xsite.cli.common
+
+local config = require("xsite.config")
+local shell = require("xsite.shell")
+
+local M = {}
+
+--- Defaults the installed command sets (lua/bin/xsite.in): `pingpong`.
+M.defaults = {}
+
+function M.out(io_, ...) io_.stdout:write(string.format(...)) end
+function M.err(io_, ...) io_.stderr:write(string.format(...)) end
+
+--- Parse a command line: `spec` maps option names to true (takes a value:
+-- `--name VALUE` or `--name=VALUE`) or false (a flag).  `-h`/`--help` is
+-- always known.  The other words are positional arguments.
+-- @return opts, positional arguments; or nil and a message naming the option
+function M.parse(args, spec)
+  local opts, pos = {}, {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == "-h" or a == "--help" then
+      opts.help = true
+    elseif a:sub(1, 2) == "--" then
+      local name, value = a:match("^%-%-([^=]+)=(.*)$")
+      name = name or a:sub(3)
+      if spec[name] == nil then return nil, "unknown option --" .. name end
+      if spec[name] then
+        if value == nil then
+          i = i + 1
+          value = args[i]
+          if value == nil then return nil, "--" .. name .. " needs a value" end
+        end
+        opts[name] = value
+      else
+        if value ~= nil then return nil, "--" .. name .. " takes no value" end
+        opts[name] = true
+      end
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return opts, pos
+end
+
+--- A --format value: the given one, else the first of formats; nil after
+-- naming the bad value on stderr.
+function M.output_format(cmd, value, formats, io_)
+  if value == nil then return formats[1] end
+  for _, f in ipairs(formats) do
+    if value == f then return f end
+  end
+  M.err(io_, "xsite %s: --format: '%s' is not %s or %s\n", cmd, value,
+    table.concat(formats, ", ", 1, #formats - 1), formats[#formats])
+  return nil
+end
+
+--- The configuration --config names (else the one xsite.config.locate
+-- finds); nil after printing its errors.
+function M.load_config(path, io_)
+  path = path or config.locate()
+  local cfg, msg = config.load(path)
+  if not cfg then
+    M.err(io_, "xsite: %s\n", msg:gsub("\n", "\nxsite: "))
+    return nil
+  end
+  return cfg
+end
+
+--- The state files the policy reads besides xsite.conf: the measured link
+-- (LinkStateFile) and the measured profiles (ProfileStateFile).  A broken
+-- one is named on stderr and left out, as the policy does.
+-- @return link state or nil, profile state or nil
+function M.state_files(cfg, cmd, io_)
+  local link, profiles, e
+  if cfg.policy.link_state_file then
+    link, e = config.load_link_state(cfg.policy.link_state_file)
+    if e then M.err(io_, "xsite %s: %s (using the configured link)\n", cmd, e) end
+  end
+  if cfg.policy.profile_state_file then
+    profiles, e = config.load_profile_state(cfg.policy.profile_state_file)
+    if e then M.err(io_, "xsite %s: %s (using the configured profiles)\n", cmd, e) end
+  end
+  return link, profiles
+end
+
+--- Run one of Slurm's commands (or another program) and read its output:
+-- xsite.shell.run, with stderr kept unless `opts.stderr` says "drop".
+-- @return output, true when it exited 0, exit status
+M.run = shell.run
+
+return M

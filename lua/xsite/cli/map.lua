@@ -1,0 +1,117 @@
+--- `xsite map`: the site-major rank order of an allocation (for xsite-run).  See xsite(1).
+-- @module xsite.cli.map
+
+local common = require("xsite.cli.common")
+local hostlist = require("xsite.hostlist")
+local json = require("xsite.json")
+local mapping = require("xsite.mapping")
+local units = require("xsite.units")
+
+local out, err = common.out, common.err
+
+local M = {
+  summary = "the site-major rank order of an allocation (for xsite-run)",
+  options = {
+    nodelist = true, ["tasks-per-node"] = true, ["comm-graph"] = true, format = true, verbose = false,
+  },
+  usage = [[
+Usage: xsite map [--nodelist LIST] [--tasks-per-node SPEC] [--comm-graph FILE]
+                 [--format hostfile|rankfile|json] [--verbose]
+
+Order an allocation's task slots site by site, for srun's SLURM_HOSTFILE
+(--distribution=arbitrary) or Open MPI's rankfile; with --comm-graph, the
+traffic matrix a previous run recorded (libxsite's record), choose which
+ranks go to which site so that the fewest bytes cross the link.
+
+  --nodelist LIST        the nodes (default: $SLURM_JOB_NODELIST)
+  --tasks-per-node SPEC  e.g. 2(x4) (default: $SLURM_TASKS_PER_NODE)
+  --comm-graph FILE      a traffic record with a "matrix" of bytes rank to rank
+  --format F             hostfile (default), rankfile or json
+  --verbose              the map and the bytes across on stderr
+]],
+}
+
+-- Read the traffic matrix of a libxsite record.
+local function read_matrix(path)
+  local f, e = io.open(path, "rb")
+  if not f then return nil, e end
+  local text = f:read("*a")
+  f:close()
+  local rec, jerr = json.decode(text)
+  if not rec then return nil, path .. ": " .. jerr end
+  local w = type(rec) == "table" and rec.matrix
+  local n, merr = mapping.check_matrix(w)
+  if not n then return nil, path .. ": " .. merr end
+  return w
+end
+
+function M.run(opts, _, io_, global)
+  local format = common.output_format("map", opts.format, { "hostfile", "rankfile", "json" }, io_)
+  if not format then return 2 end
+  local list = opts.nodelist or os.getenv("SLURM_JOB_NODELIST") or os.getenv("SLURM_NODELIST")
+  if not list then
+    err(io_, "xsite map: no --nodelist and no SLURM_JOB_NODELIST: run inside an allocation\n")
+    return 2
+  end
+  local nodes, herr = hostlist.expand(list)
+  if not nodes then err(io_, "xsite map: --nodelist: %s\n", herr) return 2 end
+  local spec = opts["tasks-per-node"] or os.getenv("SLURM_TASKS_PER_NODE")
+  local counts
+  if spec then
+    local terr
+    counts, terr = mapping.tasks_per_node(spec)
+    if not counts then err(io_, "xsite map: --tasks-per-node: %s\n", terr) return 2 end
+    if #counts ~= #nodes then
+      err(io_, "xsite map: --tasks-per-node: %d counts for %d nodes\n", #counts, #nodes)
+      return 2
+    end
+  else
+    counts = {}
+    for i = 1, #nodes do counts[i] = 1 end
+  end
+  local cfg = common.load_config(global.config, io_)
+  if not cfg then return 1 end
+  local m, merr = mapping.site_major(cfg, nodes, counts)
+  if not m then err(io_, "xsite map: %s\n", merr) return 1 end
+  local na = m.per_site[cfg.sites[1].name]
+  local ranks, cut, start = m.slots, nil, nil
+  if opts["comm-graph"] then
+    local w, werr = read_matrix(opts["comm-graph"])
+    if not w then err(io_, "xsite map: --comm-graph: %s\n", werr) return 1 end
+    if #w ~= #m.slots then
+      err(io_, "xsite map: --comm-graph: the record has %d ranks, the allocation %d task slots\n", #w, #m.slots)
+      return 1
+    end
+    local side
+    side, cut, start = mapping.bisect(w, na)
+    ranks = mapping.assign(m.slots, side, na)
+  end
+  if opts.verbose then
+    for r, slot in ipairs(ranks) do err(io_, "xsite: rank %d -> %s (site %s)\n", r - 1, slot.host, slot.site) end
+    if cut then
+      err(io_, "xsite: predicted bytes across the link: %s (site-major order: %s)\n",
+        units.format_bytes(cut), units.format_bytes(start))
+    end
+  end
+  if format == "json" then
+    local list_ = json.array({})
+    for r, slot in ipairs(ranks) do
+      list_[r] = { rank = r - 1, host = slot.host, site = slot.site,
+        slot = slot["local"] % cfg.site_by_name[slot.site].cores }
+    end
+    out(io_, "%s\n", json.encode({ ranks = list_, per_site = m.per_site, cross_bytes = cut,
+      cross_bytes_site_major = start }))
+  else
+    for r, slot in ipairs(ranks) do
+      if format == "hostfile" then
+        out(io_, "%s\n", slot.host)
+      else
+        local cores = cfg.site_by_name[slot.site].cores
+        out(io_, "rank %d=%s slot=%d\n", r - 1, slot.host, slot["local"] % cores)
+      end
+    end
+  end
+  return 0
+end
+
+return M

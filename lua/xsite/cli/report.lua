@@ -1,0 +1,86 @@
+--- `xsite report`: a job's cross-site report: prediction, measurement, verdict.  See xsite(1).
+-- @module xsite.cli.report
+
+local common = require("xsite.cli.common")
+local fs = require("xsite.fs")
+local report = require("xsite.report")
+
+local out, err = common.out, common.err
+
+local M = {
+  summary = "a job's cross-site report: prediction, measurement, verdict",
+  options = { json = false, svg = true, ["report-dir"] = true },
+  args = { name = "JOBID", min = 1, max = 1,
+    missing = "which job? give its JOBID (usage: xsite report JOBID [--json] [--svg FILE])",
+    extra = "one JOBID only (usage: xsite report JOBID [--json] [--svg FILE])" },
+  usage = [[
+Usage: xsite report JOBID [--json] [--svg FILE] [--report-dir DIR]
+
+The cross-site report of a job: where it ran and why (the decision of
+job_submit.lua, from accounting, else from slurmctld), what the model
+predicted for the nodes it got, what was measured (elapsed time, and the
+bytes and messages that crossed the link when libxsite recorded them), and
+a verdict in one line.  Records are in ReportDir/JOBID/report.json; a user
+can read the records of their own jobs, an administrator all of them.
+
+  --json            the record, the decision, the assessment and the verdict as JSON
+  --svg FILE        also write where the time went as an SVG picture
+  --report-dir DIR  read the records from DIR (default: ReportDir of xsite.conf)
+]],
+}
+
+-- What accounting (sacct), else slurmctld (scontrol), says of a job; nil when neither knows it.
+local function job_accounting(id)
+  local function run(argv) return (common.run(argv, { stderr = "drop" })) end
+  local a = report.parse_accounting(run({ "sacct", "-j", id, "-X", "-n", "-P", "--delimiter=\t",
+    "--format=" .. table.concat(report.SACCT_FIELDS, ",") }), "sacct")
+  if a and a.record then return a end
+  -- slurmdbd may not have the AdminComment yet; slurmctld keeps an ended
+  -- job for MinJobAge
+  local b = report.parse_accounting(run({ "scontrol", "show", "job", "-o", id }), "scontrol")
+  if b and b.record then return b end
+  return a or b
+end
+
+function M.run(opts, pos, io_, global)
+  local id = pos[1]
+  if not id:match("^%d+$") then
+    err(io_, "xsite report: '%s' is not a job id (digits, as squeue and sacct show it)\n", id)
+    return 2
+  end
+  local cfg = common.load_config(global.config, io_)
+  if not cfg then return 1 end
+  local dir = opts["report-dir"] or cfg.policy.report_dir
+  local path = string.format("%s/%s/%s", dir, id, report.FILE)
+  local text, rerr, missing = fs.read_capped(path, report.MAX_RECORD)
+  if not text then
+    if missing then
+      err(io_, "xsite report: job %s: no record in %s (an unknown job, one that ran no step yet, or a"
+        .. " node without the xsite SPANK plugin)\n", id, dir)
+    elseif rerr:find("Permission denied", 1, true) then
+      err(io_, "xsite report: job %s: %s is not readable by you: users read the records of their own"
+        .. " jobs only (and %s must let users through: mode 0711 or 0755)\n", id, path, dir)
+    else
+      err(io_, "xsite report: %s\n", rerr)
+    end
+    return 1
+  end
+  local rec, derr = report.decode(text, path)
+  if not rec then err(io_, "xsite report: %s\n", derr) return 1 end
+  local acct = job_accounting(id)
+  local max_slowdown = cfg.policy.max_slowdown
+  if opts.svg then
+    local f, ferr = io.open(opts.svg, "w")
+    if not f then err(io_, "xsite report: --svg: %s\n", ferr) return 1 end
+    f:write(report.svg(rec, acct, max_slowdown))
+    f:close()
+  end
+  if opts.json then
+    out(io_, "%s\n", report.json(rec, acct, max_slowdown))
+  else
+    out(io_, "%s", report.text(rec, acct, max_slowdown))
+  end
+  return 0
+end
+
+return M
