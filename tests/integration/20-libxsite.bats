@@ -6,11 +6,11 @@
 # library's own (tests/mpi/coll_check.c), the accounting of what crosses
 # the link (tests/mpi/traffic_check.c) and its JSON record.
 #
-# Until the SPANK plugin exports XSITE_SITE, each task takes it from its
-# node's name (tests/mpi/site-from-hostname: alpha2 -> alpha).  libxsite is
-# the one the build made ($XSITE_LIBXSITE, else built here with
-# mpi-wrappers/libxsite/Makefile into the testbed's work directory; in an
-# installed run the installed one: $XT_LIBXSITE of helpers.bash).
+# Each task has its XSITE_SITE from the SPANK plugin.  libxsite is the one
+# the build made (in an installed run the installed one: $XT_LIBXSITE of
+# helpers.bash); the fault-injecting build and the test programs are make
+# check's (XSITE_LIBXSITE_FAULT, XSITE_COLL_CHECK, XSITE_TRAFFIC_CHECK, else
+# the tree's), copied into the testbed's work directory.
 
 bats_require_minimum_version 1.5.0
 
@@ -21,13 +21,14 @@ setup_file() {
 	xt_up
 	local work=$XT_STATE/work/libxsite
 	mkdir -p "$work"
-	make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$work" \
-		"$work/libxsite.so" "$work/libxsite-fault.so" "$work/coll_check" \
-		"$work/traffic_check" >&3 2>&1
-	cp "$XT_REPO/tests/mpi/site-from-hostname" "$work/"
-	if [[ -n $XT_LIBXSITE ]]; then
-		xt_place "$XT_LIBXSITE" "$work/libxsite.so"
-	fi
+	xt_place "$XT_LIBXSITE" "$work/libxsite.so"
+	local f
+	for f in "${XSITE_LIBXSITE_FAULT:-$XT_REPO/mpi-wrappers/libxsite/.libs/libxsite-fault.so}" \
+		"${XSITE_COLL_CHECK:-$XT_REPO/tests/mpi/coll_check}" \
+		"${XSITE_TRAFFIC_CHECK:-$XT_REPO/tests/mpi/traffic_check}"; do
+		[[ -e $f ]] || { printf "no %s: make check builds it\n" "$f" >&2; return 1; }
+		cp "$f" "$work/"
+	done
 }
 
 teardown_file() {
@@ -41,11 +42,11 @@ setup() {
 	W=$XT_STATE/work/libxsite
 }
 
-# xsrun ARGS...: srun of 8 tasks on the 4 nodes, each under the site wrapper
-# with libxsite preloaded (the wrapper, not srun, gets LD_PRELOAD)
+# xsrun ARGS...: srun of 8 tasks on the 4 nodes with libxsite preloaded
+# (the tasks, not srun, get LD_PRELOAD)
 xsrun() {
 	on_head srun --mpi=pmix -N4 -n8 --ntasks-per-node=2 -t 1 \
-		"$W/site-from-hostname" env LD_PRELOAD="$W/libxsite.so" "$@"
+		env LD_PRELOAD="$W/libxsite.so" "$@"
 }
 
 # xsrun_init HEADER ARGS...: run xsrun ARGS (run --separate-stderr); if the
@@ -68,9 +69,9 @@ xsrun_init() {
 	run -0 tb link check
 }
 
-@test "each task's XSITE_SITE comes from its node: 4 ranks at alpha, 4 at beta" {
+@test "each task's XSITE_SITE (the SPANK plugin's) comes from its node: 4 ranks at alpha, 4 at beta" {
 	run -0 --separate-stderr on_head srun -N4 -n8 --ntasks-per-node=2 \
-		"$W/site-from-hostname" sh -c 'printf "%s %s\n" "$(hostname)" "$XSITE_SITE"'
+		sh -c 'printf "%s %s\n" "$(hostname)" "$XSITE_SITE"'
 	assert_equal "$(sort <<<"$output" | uniq -c | awk '{ print $1, $2, $3 }' | tr '\n' ';')" \
 		"2 alpha1 alpha;2 alpha2 alpha;2 beta1 beta;2 beta2 beta;"
 }

@@ -25,10 +25,7 @@ setup_file() {
 	xt_up --task-affinity
 	local w=$XT_STATE/work/xrun
 	mkdir -p "$w"
-	make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$w" "$w/libxsite.so" >&3 2>&1
-	if [[ -n $XT_LIBXSITE ]]; then
-		xt_place "$XT_LIBXSITE" "$w/libxsite.so"
-	fi
+	xt_place "$XT_LIBXSITE" "$w/libxsite.so"
 	mpicc -O2 -o "$w/pairs" "$XT_REPO/tests/mpi/pairs.c"
 	gcc -shared -fPIC -O2 -o "$w/colltrace.so" "$XT_REPO/tests/mpi/colltrace.c" -ldl
 	cat >"$w/collprog.c" <<'C'
@@ -49,7 +46,6 @@ int main(int c, char **v)
 }
 C
 	mpicc -O2 -o "$w/collprog" "$w/collprog.c"
-	cp "$XT_REPO/tests/mpi/site-from-hostname" "$w/"
 	local xsite=${XSITE:-}
 	if [[ -z $xsite ]]; then
 		xsite=$w/xsite
@@ -158,7 +154,7 @@ check_site_major() {
 	local rec1=$W/pairs-site-major.json rec2=$W/pairs-graph.json
 	rm -f "$rec1" "$rec2"
 	mpi_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_XSITE_RUN" "$W/site-from-hostname" \
+		"$XT_XSITE_RUN" \
 		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec1" "$W/pairs" -b 1000000 -i 2
 	assert_equal "$status" 0
 	check_site_major "$output"
@@ -166,7 +162,7 @@ check_site_major() {
 	before=$(jq '.cross.bytes' "$rec1")
 	printf '# site-major order: %s bytes across\n' "$before" >&3
 	mpi_alloc alpha1,alpha2,beta1,beta2 \
-		"$XT_XSITE_RUN" --verbose --comm-graph "$rec1" "$W/site-from-hostname" \
+		"$XT_XSITE_RUN" --verbose --comm-graph "$rec1" \
 		env LD_PRELOAD="$W/libxsite.so" XSITE_TRAFFIC_FILE="$rec2" "$W/pairs" -b 1000000 -i 2
 	assert_equal "$status" 0
 	printf '%s\n' "$stderr" | grep 'predicted' | tap_note

@@ -93,11 +93,7 @@ setup_file() {
 	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
 	work=$XT_STATE/work/libxsite
 	mkdir -p "$work"
-	if [[ -n ${XT_LIBXSITE:-} ]]; then
-		xt_place "$XT_LIBXSITE" "$work/libxsite.so"
-	else
-		make -s -C "$XT_REPO/mpi-wrappers/libxsite" BUILDDIR="$work" "$work/libxsite.so" >&3 2>&1
-	fi
+	xt_place "$XT_LIBXSITE" "$work/libxsite.so"
 	for user in $U1 $U2; do
 		mkdir -p "$XT_STATE/work/$user"
 		chown "$user:" "$XT_STATE/work/$user"

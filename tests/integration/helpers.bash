@@ -17,8 +17,8 @@ XT_TB=$XT_REPO/tests/testbed/xsite-testbed
 #   XT_INSTALLED   1 in an installed run, else 0
 #   XT_XSITE       the xsite command (build tree: a file may set its own)
 #   XT_XSITE_RUN   xsite-run
-#   XT_LIBXSITE    libxsite.so to preload (build tree: $XSITE_LIBXSITE, or ''
-#                  and the tests build their own)
+#   XT_LIBXSITE    libxsite.so to preload (build tree: $XSITE_LIBXSITE, else
+#                  the tree's mpi-wrappers/libxsite/.libs/libxsite.so)
 #   XT_PINGPONG    the ping-pong program (build tree: '', built from source)
 #   XT_JOB_SUBMIT  the job_submit.lua the testbed installs beside slurm.conf
 #   XT_LUADIR      the Lua library the testbed's daemons load   (build tree:
@@ -30,7 +30,7 @@ xt_components() {
 	if [[ ${XSITE_TESTBED_INSTALLED:-0} != 1 ]]; then
 		XT_XSITE=${XT_XSITE:-${XSITE:-$XT_REPO/lua/bin/xsite}}
 		XT_XSITE_RUN=$XT_REPO/mpi-wrappers/xsite-run
-		XT_LIBXSITE=${XSITE_LIBXSITE:-}
+		XT_LIBXSITE=${XSITE_LIBXSITE:-$XT_REPO/mpi-wrappers/libxsite/.libs/libxsite.so}
 		XT_PINGPONG=
 		XT_JOB_SUBMIT=$XT_REPO/lua/job_submit.lua
 		return 0
@@ -84,6 +84,10 @@ xt_components || {
 # a node's /tmp is its own): a copy of a build-tree file; in an installed run
 # a symbolic link, so that what runs is the installed file itself
 xt_place() {
+	if [[ ! -e $1 ]]; then
+		printf 'xt_place: no %s: build xsite first (make; make check builds its test programs)\n' "$1" >&2
+		return 1
+	fi
 	if ((XT_INSTALLED)); then
 		ln -sfn "$1" "$2"
 	else
