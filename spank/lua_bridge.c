@@ -6,6 +6,7 @@
  * liblua.  Each bridge has its own lua_State.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,22 +19,62 @@
 #include "config.h"
 #include "lua_bridge.h"
 
-#define GLUE_KEY "xsite.spank.glue"
+#define GLUE_KEY "xsite.spank"
 
 struct xsite_lua {
 	lua_State *L;
 	int have_config;
 	char *error;
+	enum xsite_lua_code code;
+};
+
+/* A request's or an answer's field: its name and its text (NULL: absent). */
+struct field {
+	const char *name;
+	const char *value;
 };
 
 /*
- * The plugin's side of the library is lua/xsite/spank.lua: it only calls the
- * library and shapes the results for C.  Loaded once per lua_State.
+ * Loads xsite.spank from the one directory given (its argument), through a
+ * searcher of its own in place of Lua's file and C searchers, and answers
+ * as every call does: { code, message, module }.  A module that is not
+ * there is named by the searcher itself; nothing parses Lua's messages.
  */
-static const char glue[] = "return require('xsite.spank')\n";
+static const char loader[] =
+	"local dir = ...\n"
+	"local missing\n"
+	"local searchers = package.searchers or package.loaders\n"
+	"for i = #searchers, 2, -1 do searchers[i] = nil end\n"
+	"searchers[2] = function(name)\n"
+	"  local path = dir .. '/' .. name:gsub('%.', '/') .. '.lua'\n"
+	"  local f = io.open(path, 'r')\n"
+	"  if not f then missing = missing or name return '\\n\\tno file ' .. path end\n"
+	"  f:close()\n"
+	"  local chunk, err = loadfile(path)\n"
+	"  if not chunk then error(err, 0) end\n"
+	"  return chunk\n"
+	"end\n"
+	"local ok, mod = pcall(require, 'xsite.spank')\n"
+	"if ok then return { code = 'ok', module = mod } end\n"
+	"if missing then\n"
+	"  return { code = 'load', message = 'module ' .. missing .. ' not found (no file ' ..\n"
+	"    dir .. '/' .. missing:gsub('%.', '/') .. '.lua)' }\n"
+	"end\n"
+	"return { code = 'load', message = tostring(mod) }\n";
 
-static void set_error(struct xsite_lua *x, const char *format, ...)
-	__attribute__((format(printf, 2, 3)));
+static const char *const code_names[] = {
+	[XSITE_LUA_OK] = "ok",
+	[XSITE_LUA_INVALID] = "invalid",
+	[XSITE_LUA_CONFIG] = "config",
+	[XSITE_LUA_IO] = "io",
+	[XSITE_LUA_UNAVAILABLE] = "unavailable",
+	[XSITE_LUA_LOAD] = "load",
+	[XSITE_LUA_INTERNAL] = "internal",
+	[XSITE_LUA_NOMEM] = "nomem",
+};
+
+static void set_error(struct xsite_lua *x, enum xsite_lua_code code, const char *format, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* xsite.config gives one error a line: join them with "; " for the logs (frees s). */
 static char *one_line(char *s)
@@ -61,7 +102,7 @@ static char *one_line(char *s)
 	return out;
 }
 
-static void set_error(struct xsite_lua *x, const char *format, ...)
+static void set_error(struct xsite_lua *x, enum xsite_lua_code code, const char *format, ...)
 {
 	va_list ap;
 	char *s;
@@ -71,15 +112,7 @@ static void set_error(struct xsite_lua *x, const char *format, ...)
 	va_end(ap);
 	free(x->error);
 	x->error = one_line(s);
-}
-
-/* The message on top of the stack (popped). */
-static void error_from_stack(struct xsite_lua *x)
-{
-	const char *msg = lua_tostring(x->L, -1);
-
-	set_error(x, "%s", msg ? msg : "(error object is not a string)");
-	lua_pop(x->L, 1);
+	x->code = code;
 }
 
 /* The library comes from lua_path and nowhere else (no LUA_PATH, no C modules). */
@@ -90,7 +123,7 @@ static int set_path(lua_State *L, const char *dir)
 		lua_pop(L, 1);
 		return -1;
 	}
-	lua_pushfstring(L, "%s/?.lua;%s/?/init.lua", dir, dir);
+	lua_pushfstring(L, "%s/?.lua", dir);
 	lua_setfield(L, -2, "path");
 	lua_pushliteral(L, "");
 	lua_setfield(L, -2, "cpath");
@@ -98,18 +131,35 @@ static int set_path(lua_State *L, const char *dir)
 	return 0;
 }
 
-/* "xsite.so:1: module 'xsite.config' not found:\n\tno field ..." -> "module 'xsite.config' not found" */
-static void short_require_error(struct xsite_lua *x)
+/*
+ * The answer on top of the stack: its code, and its message when it is not
+ * "ok" (the answer stays on the stack).  Anything but a table with a known
+ * code is the library's bug.
+ */
+static int take_answer(struct xsite_lua *x, const char *what)
 {
-	char *s = x->error, *p;
+	const char *code, *msg;
+	size_t i;
 
-	if (s == NULL)
-		return;
-	p = strstr(s, " not found:");
-	if (p != NULL)
-		p[strlen(" not found")] = '\0';
-	if (strncmp(s, "xsite.so:1: ", 12) == 0)
-		memmove(s, s + 12, strlen(s + 12) + 1);
+	if (!lua_istable(x->L, -1)) {
+		set_error(x, XSITE_LUA_INTERNAL, "%s: the library answered a %s, not a table", what,
+			  luaL_typename(x->L, -1));
+		return -1;
+	}
+	lua_getfield(x->L, -1, "code");
+	code = lua_tostring(x->L, -1);
+	lua_getfield(x->L, -2, "message");
+	msg = lua_tostring(x->L, -1);
+	for (i = 0; i < sizeof(code_names) / sizeof(code_names[0]); i++)
+		if (code != NULL && strcmp(code, code_names[i]) == 0)
+			break;
+	if (i == sizeof(code_names) / sizeof(code_names[0]))
+		set_error(x, XSITE_LUA_INTERNAL, "%s: the library answered the code '%s'", what,
+			  code ? code : "(none)");
+	else if (i != XSITE_LUA_OK)
+		set_error(x, (enum xsite_lua_code)i, "%s", msg ? msg : "failed");
+	lua_pop(x->L, 2);
+	return i == XSITE_LUA_OK ? 0 : -1;
 }
 
 struct xsite_lua *xsite_lua_open(const char *lua_path, char **err)
@@ -125,21 +175,25 @@ struct xsite_lua *xsite_lua_open(const char *lua_path, char **err)
 		goto fail;
 	luaL_openlibs(x->L);
 	if (set_path(x->L, lua_path) < 0) {
-		set_error(x, "Lua has no package library");
+		set_error(x, XSITE_LUA_LOAD, "Lua has no package library");
 		goto fail;
 	}
-	if (luaL_loadbuffer(x->L, glue, sizeof(glue) - 1, "=xsite.so") != 0) {
-		error_from_stack(x);
+	if (luaL_loadbuffer(x->L, loader, sizeof(loader) - 1, "=xsite.so") != 0) {
+		set_error(x, XSITE_LUA_INTERNAL, "%s", lua_tostring(x->L, -1));
 		goto fail;
 	}
-	if (lua_pcall(x->L, 0, 1, 0) != 0) {
-		error_from_stack(x);
-		short_require_error(x);
-		set_error(x, "cannot load the xsite Lua library from %s: %s", lua_path,
-			  x->error ? x->error : "?");
+	lua_pushstring(x->L, lua_path);
+	if (lua_pcall(x->L, 1, 1, 0) != 0) {
+		set_error(x, XSITE_LUA_INTERNAL, "%s", lua_tostring(x->L, -1));
 		goto fail;
 	}
+	if (take_answer(x, "load") < 0) {
+		set_error(x, x->code, "cannot load the xsite Lua library from %s: %s", lua_path, x->error);
+		goto fail;
+	}
+	lua_getfield(x->L, -1, "module");
 	lua_setfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
+	lua_pop(x->L, 1);
 	return x;
 
 fail:
@@ -154,120 +208,42 @@ fail:
 }
 
 /*
- * Call glue function name with string arguments; on success leave nres
- * results on the stack.  A glue function returning nil, message is a failure
- * with that message.
+ * Send xsite.spank's handle(fn, request) the request req[0..n) (fields whose
+ * value is NULL are left out).  On success the answer is left on top of the
+ * stack (the caller pops it); on failure nothing is.
  */
-static int vcall(struct xsite_lua *x, const char *name, int nres, int nargs, va_list ap)
+static int request(struct xsite_lua *x, const char *fn, const struct field *req, size_t n)
 {
-	int i, top = lua_gettop(x->L);
+	int top = lua_gettop(x->L);
+	size_t i;
 
 	lua_getfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
-	lua_getfield(x->L, -1, name);
+	lua_getfield(x->L, -1, "handle");
 	lua_remove(x->L, -2);
-	for (i = 0; i < nargs; i++)
-		lua_pushstring(x->L, va_arg(ap, const char *));
-	if (lua_pcall(x->L, nargs, 2, 0) != 0) {
-		error_from_stack(x);
-		lua_settop(x->L, top);
-		return -1;
+	lua_pushstring(x->L, fn);
+	lua_createtable(x->L, 0, (int)n);
+	for (i = 0; i < n; i++) {
+		if (req[i].value == NULL)
+			continue;
+		lua_pushstring(x->L, req[i].value);
+		lua_setfield(x->L, -2, req[i].name);
 	}
-	if (lua_isnil(x->L, -2)) {
+	if (lua_pcall(x->L, 2, 1, 0) != 0) {
 		const char *msg = lua_tostring(x->L, -1);
 
-		set_error(x, "%s", msg ? msg : "failed");
+		/* handle never raises: this is Lua itself failing (out of memory) */
+		set_error(x, XSITE_LUA_INTERNAL, "%s: %s", fn, msg ? msg : "(no message)");
 		lua_settop(x->L, top);
 		return -1;
 	}
-	lua_pop(x->L, 2 - nres);
-	return 0;
-}
-
-static int call(struct xsite_lua *x, const char *name, int nres, int nargs, ...)
-{
-	va_list ap;
-	int rc;
-
-	va_start(ap, nargs);
-	rc = vcall(x, name, nres, nargs, ap);
-	va_end(ap);
-	return rc;
-}
-
-/* A copy of the string at index i of the stack, "" for nil (NULL: out of memory). */
-static char *copy_at(struct xsite_lua *x, int i)
-{
-	const char *s = lua_tostring(x->L, i);
-	char *c = strdup(s ? s : "");
-
-	if (c == NULL)
-		set_error(x, "out of memory");
-	return c;
-}
-
-int xsite_lua_call(struct xsite_lua *x, const char *name, char **r1, char **r2, int nargs, ...)
-{
-	va_list ap;
-	int rc;
-
-	*r1 = NULL;
-	if (r2 != NULL)
-		*r2 = NULL;
-	if (!x->have_config) {
-		set_error(x, "no configuration loaded");
-		return -1;
-	}
-	va_start(ap, nargs);
-	rc = vcall(x, name, 2, nargs, ap);
-	va_end(ap);
-	if (rc < 0)
-		return -1;
-	*r1 = copy_at(x, -2);
-	if (r2 != NULL)
-		*r2 = copy_at(x, -1);
-	lua_pop(x->L, 2);
-	if (*r1 == NULL || (r2 != NULL && *r2 == NULL)) {
-		free(*r1);
-		*r1 = NULL;
-		if (r2 != NULL) {
-			free(*r2);
-			*r2 = NULL;
-		}
+	if (take_answer(x, fn) < 0) {
+		lua_settop(x->L, top);
 		return -1;
 	}
 	return 0;
 }
 
-int xsite_lua_load_config(struct xsite_lua *x, const char *path)
-{
-	if (call(x, "load", 0, 1, path) < 0) {
-		x->have_config = 0;
-		return -1;
-	}
-	x->have_config = 1;
-	return 0;
-}
-
-int xsite_lua_have_config(struct xsite_lua *x)
-{
-	return x->have_config;
-}
-
-int xsite_lua_check_affinity(struct xsite_lua *x, const char *value)
-{
-	if (!x->have_config) {
-		set_error(x, "no configuration loaded");
-		return -1;
-	}
-	return call(x, "check_affinity", 0, 1, value);
-}
-
-int xsite_lua_check_profile(struct xsite_lua *x, const char *value)
-{
-	return call(x, "check_profile", 0, 1, value);
-}
-
-/* Copy field key of the table on top of the stack (NULL when absent). */
+/* Copy field key of the answer on top of the stack (NULL when absent). */
 static int take(struct xsite_lua *x, const char *key, char **out)
 {
 	const char *s;
@@ -279,7 +255,7 @@ static int take(struct xsite_lua *x, const char *key, char **out)
 		*out = strdup(s);
 		if (*out == NULL) {
 			lua_pop(x->L, 1);
-			set_error(x, "out of memory");
+			set_error(x, XSITE_LUA_NOMEM, "out of memory");
 			return -1;
 		}
 	}
@@ -287,17 +263,83 @@ static int take(struct xsite_lua *x, const char *key, char **out)
 	return 0;
 }
 
+/* Field key of the answer on top of the stack, a whole number (required). */
+static int take_long(struct xsite_lua *x, const char *key, long *out)
+{
+	char *s, *end;
+	int rc = -1;
+
+	if (take(x, key, &s) < 0)
+		return -1;
+	if (s != NULL) {
+		errno = 0;
+		*out = strtol(s, &end, 10);
+		rc = (errno == 0 && end != s && *end == '\0') ? 0 : -1;
+	}
+	if (rc < 0)
+		set_error(x, XSITE_LUA_INTERNAL, "the library's answer has no whole number '%s' ('%s')", key,
+			  s ? s : "");
+	free(s);
+	return rc;
+}
+
+/* A request that needs a configuration: refused at once without one. */
+static int configured(struct xsite_lua *x)
+{
+	if (x->have_config)
+		return 0;
+	set_error(x, XSITE_LUA_CONFIG, "no configuration loaded");
+	return -1;
+}
+
+int xsite_lua_load_config(struct xsite_lua *x, const char *path)
+{
+	struct field req[] = { { "path", path } };
+
+	x->have_config = 0;
+	if (request(x, "load", req, 1) < 0)
+		return -1;
+	lua_pop(x->L, 1);
+	x->have_config = 1;
+	return 0;
+}
+
+int xsite_lua_have_config(struct xsite_lua *x)
+{
+	return x->have_config;
+}
+
+/* A request whose answer has no fields. */
+static int check(struct xsite_lua *x, const char *fn, const char *value)
+{
+	struct field req[] = { { "value", value } };
+
+	if (request(x, fn, req, 1) < 0)
+		return -1;
+	lua_pop(x->L, 1);
+	return 0;
+}
+
+int xsite_lua_check_affinity(struct xsite_lua *x, const char *value)
+{
+	if (configured(x) < 0)
+		return -1;
+	return check(x, "check_affinity", value);
+}
+
+int xsite_lua_check_profile(struct xsite_lua *x, const char *value)
+{
+	return check(x, "check_profile", value);
+}
+
 int xsite_lua_task_env(struct xsite_lua *x, const char *host, const char *nodelist,
 		       struct xsite_task_env *env)
 {
+	struct field req[] = { { "host", host }, { "nodelist", nodelist } };
 	int rc = -1;
 
 	memset(env, 0, sizeof(*env));
-	if (!x->have_config) {
-		set_error(x, "no configuration loaded");
-		return -1;
-	}
-	if (call(x, "task_env", 1, 2, host, nodelist) < 0)
+	if (configured(x) < 0 || request(x, "task_env", req, 2) < 0)
 		return -1;
 	if (take(x, "site", &env->site) < 0 ||
 	    take(x, "sites", &env->sites) < 0 ||
@@ -305,9 +347,13 @@ int xsite_lua_task_env(struct xsite_lua *x, const char *host, const char *nodeli
 	    take(x, "latency_us", &env->latency_us) < 0 ||
 	    take(x, "bandwidth_mbps", &env->bandwidth_mbps) < 0 ||
 	    take(x, "warning", &env->warning) < 0)
-		goto fail;
+		goto out;
+	if (env->sites == NULL || env->spanning == NULL) {
+		set_error(x, XSITE_LUA_INTERNAL, "task_env: the answer has no sites or spanning");
+		goto out;
+	}
 	rc = 0;
-fail:
+out:
 	lua_pop(x->L, 1);
 	if (rc < 0)
 		xsite_task_env_free(env);
@@ -316,23 +362,98 @@ fail:
 
 int xsite_lua_tune_env(struct xsite_lua *x, const char *dir, const char *jobid, char **env)
 {
-	const char *s;
+	struct field req[] = { { "dir", dir }, { "job", jobid } };
+	int rc;
 
 	*env = NULL;
-	if (!x->have_config) {
-		set_error(x, "no configuration loaded");
+	if (configured(x) < 0 || request(x, "tune_env", req, 2) < 0)
 		return -1;
-	}
-	if (call(x, "tune_env", 1, 2, dir, jobid) < 0)
-		return -1;
-	s = lua_tostring(x->L, -1);
-	*env = s ? strdup(s) : NULL;
+	rc = take(x, "env", env);
 	lua_pop(x->L, 1);
-	if (*env == NULL) {
-		set_error(x, "tune_env: no environment");
-		return -1;
+	if (rc == 0 && *env == NULL) {
+		set_error(x, XSITE_LUA_INTERNAL, "tune_env: the answer has no environment");
+		rc = -1;
 	}
-	return 0;
+	return rc;
+}
+
+int xsite_lua_report_settings(struct xsite_lua *x, struct xsite_report_settings *out)
+{
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (configured(x) < 0 || request(x, "report_settings", NULL, 0) < 0)
+		return -1;
+	if (take(x, "dir", &out->dir) == 0 && take_long(x, "traffic_max_size", &out->max_traffic) == 0 &&
+	    take_long(x, "retention", &out->retention) == 0) {
+		rc = 0;
+		if (out->dir == NULL) {
+			set_error(x, XSITE_LUA_INTERNAL, "report_settings: the answer has no ReportDir");
+			rc = -1;
+		}
+	}
+	lua_pop(x->L, 1);
+	if (rc < 0)
+		xsite_report_settings_free(out);
+	return rc;
+}
+
+void xsite_report_settings_free(struct xsite_report_settings *s)
+{
+	free(s->dir);
+	memset(s, 0, sizeof(*s));
+}
+
+/* The answer's field "record" (required) and, when log is not NULL, "log". */
+static int take_record(struct xsite_lua *x, const char *fn, char **record, char **log)
+{
+	int rc = -1;
+
+	if (take(x, "record", record) == 0 && (log == NULL || take(x, "log", log) == 0)) {
+		rc = 0;
+		if (*record == NULL) {
+			set_error(x, XSITE_LUA_INTERNAL, "%s: the answer has no record", fn);
+			rc = -1;
+		}
+	}
+	lua_pop(x->L, 1);
+	if (rc < 0) {
+		free(*record);
+		*record = NULL;
+		if (log != NULL) {
+			free(*log);
+			*log = NULL;
+		}
+	}
+	return rc;
+}
+
+int xsite_lua_step_start(struct xsite_lua *x, const struct xsite_step_start *r, char **record)
+{
+	struct field req[] = {
+		{ "job", r->job }, { "step", r->step }, { "user", r->user }, { "uid", r->uid },
+		{ "job_nodes", r->job_nodes }, { "step_nodes", r->step_nodes },
+		{ "profile", r->profile }, { "start", r->start },
+	};
+
+	*record = NULL;
+	if (configured(x) < 0 || request(x, "step_start", req, sizeof(req) / sizeof(req[0])) < 0)
+		return -1;
+	return take_record(x, "step_start", record, NULL);
+}
+
+int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *r, char **record, char **log)
+{
+	struct field req[] = {
+		{ "start", r->start }, { "finish", r->finish }, { "traffic", r->traffic },
+		{ "note", r->note }, { "existing", r->existing },
+	};
+
+	*record = NULL;
+	*log = NULL;
+	if (configured(x) < 0 || request(x, "step_end", req, sizeof(req) / sizeof(req[0])) < 0)
+		return -1;
+	return take_record(x, "step_end", record, log);
 }
 
 void xsite_task_env_free(struct xsite_task_env *env)
@@ -349,6 +470,11 @@ void xsite_task_env_free(struct xsite_task_env *env)
 const char *xsite_lua_error(struct xsite_lua *x)
 {
 	return x->error ? x->error : "unknown error";
+}
+
+enum xsite_lua_code xsite_lua_code(struct xsite_lua *x)
+{
+	return x->code;
 }
 
 void xsite_lua_close(struct xsite_lua *x)

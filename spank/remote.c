@@ -199,21 +199,6 @@ static char *job_flag(spank_t sp, enum xsite_flag f)
 	return job_getenv(sp, xsite_flag_info[f].env);
 }
 
-/* TrafficMaxSize and ReportRetention of the configuration (either may be NULL). */
-static int report_limits(struct xsite_lua *x, long *max_traffic, long *retention)
-{
-	char *a = NULL, *b = NULL;
-	int rc = xsite_lua_call(x, "report_limits", &a, &b, 0);
-
-	if (rc == 0 && max_traffic != NULL)
-		*max_traffic = strtol(a, NULL, 10);
-	if (rc == 0 && retention != NULL)
-		*retention = strtol(b, NULL, 10);
-	free(a);
-	free(b);
-	return rc;
-}
-
 static void report_clear(void)
 {
 	free(rep.dir);
@@ -233,6 +218,8 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 	char *traffic = NULL, *err = NULL, *user_env = NULL, *step_nodes = NULL, *profile = NULL;
 	char id[16], uid[16], start[32], pwbuf[4096];
 	struct passwd pw, *pwp = NULL;
+	struct xsite_report_settings settings;
+	struct xsite_step_start req = { 0 };
 	struct timespec now;
 	int rc;
 
@@ -249,11 +236,13 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 	rep.step.jobid = jobid;
 	if (xsite_report_step_name(stepid, rep.step.step, sizeof(rep.step.step)) == NULL)
 		return;
-	if (xsite_lua_call(x, "report_dir", &rep.dir, NULL, 0) < 0 ||
-	    report_limits(x, &rep.max_traffic, NULL) < 0) {
+	if (xsite_lua_report_settings(x, &settings) < 0) {
 		err = xsite_fmt("%s", xsite_lua_error(x));
 		goto fail;
 	}
+	rep.dir = settings.dir;
+	settings.dir = NULL;
+	rep.max_traffic = settings.max_traffic;
 	rc = xsite_report_prepare(rep.dir, &rep.step, &traffic, &err);
 	if (rc < 0)
 		goto fail;
@@ -288,10 +277,15 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 		pwp = NULL;
 	step_nodes = job_getenv(sp, "SLURM_STEP_NODELIST");
 	profile = job_flag(sp, XSITE_FLAG_PROFILE);
-	if (xsite_lua_call(x, "step_start", &rep.start, NULL, 8, id, rep.step.step,
-			   pwp ? pw.pw_name : uid, uid, nodelist,
-			   step_nodes ? step_nodes : (stepid == SLURM_BATCH_SCRIPT ? host : ""),
-			   profile ? profile : "", start) < 0) {
+	req.job = id;
+	req.step = rep.step.step;
+	req.user = pwp ? pw.pw_name : uid;
+	req.uid = uid;
+	req.job_nodes = nodelist;
+	req.step_nodes = step_nodes ? step_nodes : (stepid == SLURM_BATCH_SCRIPT ? host : "");
+	req.profile = profile;
+	req.start = start;
+	if (xsite_lua_step_start(x, &req, &rep.start) < 0) {
 		err = xsite_printable(xsite_lua_error(x), 1024);
 		goto fail;
 	}
@@ -393,6 +387,7 @@ void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
 {
 	struct xsite_lua *x;
 	struct xsite_prune done;
+	struct xsite_report_settings settings;
 	uint32_t jobid = 0;
 	uid_t uid = (uid_t)-1;
 	char *dir = NULL, *err = NULL, *v;
@@ -417,10 +412,12 @@ void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
 			    err ? err : "out of memory");
 		goto out;
 	}
-	if (xsite_lua_call(x, "report_dir", &dir, NULL, 0) < 0 || report_limits(x, NULL, &retention) < 0) {
+	if (xsite_lua_report_settings(x, &settings) < 0) {
 		slurm_error("xsite: report: job %u: %s", jobid, xsite_lua_error(x));
 		goto out;
 	}
+	dir = settings.dir;
+	retention = settings.retention;
 	rc = xsite_report_job_end(dir, jobid, uid, &err);
 	if (rc < 0)
 		slurm_error("xsite: report: job %u: %s", jobid, err);

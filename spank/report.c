@@ -664,6 +664,7 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 {
 	char finish[32], *traffic = NULL, *note = NULL, *existing = NULL, *log = NULL, *warn = NULL;
 	char *lerr = NULL;
+	struct xsite_step_end end = { 0 };
 	struct timespec now;
 	gid_t group;
 	int job, lock = -1, fd, rc = -1;
@@ -695,8 +696,12 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 			free(rerr);
 		}
 	}
-	if (xsite_lua_call(x, "step_end", text, &log, 5, start_json, finish, traffic ? traffic : "",
-			   note ? note : "", existing ? existing : "") < 0) {
+	end.start = start_json;
+	end.finish = finish;
+	end.traffic = traffic;
+	end.note = note;
+	end.existing = existing;
+	if (xsite_lua_step_end(x, &end, text, &log) < 0) {
 		*err = xsite_printable(xsite_lua_error(x), 1024);
 		goto out;
 	}

@@ -1,9 +1,13 @@
 --- The library's side of the SPANK plugin spank/xsite.so.
 --
--- The plugin embeds Lua and calls these functions; they only call the rest
--- of the library (the one config parser, the profiles, the policy's checks)
--- and shape the results for C: strings, or nil and a message.  One
--- configuration per Lua state, loaded by `load`.
+-- The plugin embeds Lua and calls `M.handle(name, request)` (spank/lua_bridge.c):
+-- a request is a table of named strings, and every answer is a table with
+-- `code` ("ok", or what went wrong: "invalid" for a bad value, "config" for
+-- no usable configuration, "io" for a file that could not be written,
+-- "unavailable" for what cannot be done now, "internal" for a bug), a
+-- `message` when it is not "ok", and named strings.  The functions only
+-- call the rest of the library (the one config parser, the profiles, the
+-- policy's checks).  One configuration per Lua state, loaded by `load`.
 -- @module xsite.spank
 
 local config = require("xsite.config")
@@ -19,33 +23,52 @@ local M = {}
 
 local cfg
 
---- Load the configuration.
--- @return true, or nil and the parser's messages
-function M.load(path)
-  local c, err = config.load(path)
-  if not c then return nil, err end
-  cfg = c
-  return true
+local function fail(code, message)
+  return { code = code, message = message }
 end
 
---- Check a `--site-affinity` value (the same check and message as the policy's).
-function M.check_affinity(v)
-  return policy.check_affinity(cfg, v)
+-- A request's field that is absent or empty: nil.
+local function given(v)
+  if v == nil or v == "" then return nil end
+  return v
+end
+
+local handlers = {}
+
+--- Load the configuration.  `{ path }` -> `{}`
+function handlers.load(req)
+  local c, err = config.load(req.path)
+  if not c then
+    cfg = nil
+    return fail("config", err)
+  end
+  cfg = c
+  return {}
+end
+
+--- Check a `--site-affinity` value (the same check and message as the
+-- policy's).  `{ value }` -> `{}`
+function handlers.check_affinity(req)
+  if not cfg then return fail("config", "no configuration loaded") end
+  local ok, err = policy.check_affinity(cfg, req.value)
+  if not ok then return fail("invalid", err) end
+  return {}
 end
 
 --- Check a `--comm-profile` value.  Without a configuration only explicit
--- profiles can be checked; names are then left to slurmctld.
-function M.check_profile(v)
+-- profiles can be checked; names are then left to slurmctld.  `{ value }` -> `{}`
+function handlers.check_profile(req)
+  local v = req.value or ""
   local p, err
   if cfg then
     p, err = profile.resolve(v, cfg)
   elseif v:find("=") then
     p, err = profile.parse_explicit(v)
   else
-    return true
+    return {}
   end
-  if not p then return nil, err end
-  return true
+  if not p then return fail("invalid", err) end
+  return {}
 end
 
 local function number(v)
@@ -53,10 +76,12 @@ local function number(v)
 end
 
 --- What a task is told about where it runs.
--- @param host this node's name (a domain is ignored when the short name is a node)
--- @param nodelist the job's SLURM_JOB_NODELIST
--- @return { site, sites, spanning, latency_us, bandwidth_mbps, warning }, or nil and a message
-function M.task_env(host, nodelist)
+-- `{ host, nodelist }` (this node's name, a domain ignored when the short
+-- name is a node; the job's SLURM_JOB_NODELIST) -> `{ site, sites, spanning,
+-- latency_us, bandwidth_mbps, warning }`
+function handlers.task_env(req)
+  if not cfg then return fail("config", "no configuration loaded") end
+  local host, nodelist = req.host or "", req.nodelist or ""
   local env, warn = {}, {}
   local site = cfg.site_of_node[host] or cfg.site_of_node[host:match("^[^.]*")]
   if site then
@@ -65,7 +90,7 @@ function M.task_env(host, nodelist)
     warn[#warn + 1] = string.format("node '%s' is in no site of %s; XSITE_SITE not set", host, cfg.file)
   end
   local names, herr = hostlist.expand(nodelist)
-  if not names then return nil, "SLURM_JOB_NODELIST: " .. herr end
+  if not names then return fail("invalid", "SLURM_JOB_NODELIST: " .. herr) end
   local count, outside = {}, 0
   for _, n in ipairs(names) do
     local s = cfg.site_of_node[n]
@@ -101,38 +126,37 @@ end
 -- LinkStateFile, else the configured one) to DIR/xsite-coll-rules.ID (the
 -- node's own directory; one file per step, which the plugin removes when the
 -- step ends) and gives the environment that points Open MPI at it.
--- @param dir a directory of this node, e.g. "/tmp"
--- @param jobid the job's id (digits), or JOBID.STEP (e.g. 42.0, 42.batch)
--- @return "NAME=VALUE" lines, or nil and a message
-function M.tune_env(dir, jobid)
+-- `{ dir, job }` (a directory of this node, e.g. "/tmp"; the job's id, or
+-- JOBID.STEP, e.g. 42.0, 42.batch) -> `{ env }` ("NAME=VALUE" lines)
+function handlers.tune_env(req)
+  if not cfg then return fail("config", "no configuration loaded") end
+  local dir, jobid = req.dir, req.job
   if type(dir) ~= "string" or dir:sub(1, 1) ~= "/" then
-    return nil, "tune_mpi: '" .. tostring(dir) .. "' is not an absolute directory"
+    return fail("invalid", "tune_mpi: '" .. tostring(dir) .. "' is not an absolute directory")
   end
   if type(jobid) ~= "string" or not (jobid:match("^%d+$") or jobid:match("^%d+%.%w+$")) then
-    return nil, "tune_mpi: '" .. tostring(jobid) .. "' is not a job id"
+    return fail("invalid", "tune_mpi: '" .. tostring(jobid) .. "' is not a job id")
   end
   local state
   if cfg.policy.link_state_file then state = config.load_link_state(cfg.policy.link_state_file) end
   local link = policy.effective_link(cfg, state)
-  if link.state == "down" then return nil, "tune_mpi: the link is down; no MPI tuning" end
+  if link.state == "down" then return fail("unavailable", "tune_mpi: the link is down; no MPI tuning") end
   local p, err = tune.plan({ bandwidth = link.bandwidth * link.channels, latency = link.latency },
     { local_bandwidth = math.min(cfg.sites[1].net_bw, cfg.sites[2].net_bw) })
-  if not p then return nil, "tune_mpi: " .. err end
+  if not p then return fail("invalid", "tune_mpi: " .. err) end
   local path = dir:gsub("/+$", "") .. "/xsite-coll-rules." .. jobid
   local ok, werr = fs.write_atomic(path, tune.rules_text(p))
-  if not ok then return nil, "tune_mpi: " .. werr end
-  return (tune.format(tune.env(p, path), "env"))
+  if not ok then return fail("io", "tune_mpi: " .. werr) end
+  return { env = (tune.format(tune.env(p, path), "env")) }
 end
 
---- Where the per-job records go (xsite.conf ReportDir).
-function M.report_dir()
-  return cfg.policy.report_dir
-end
-
---- What bounds root's work on the records: TrafficMaxSize (bytes) and
--- ReportRetention (seconds, 0 for ever), as whole numbers in text.
-function M.report_limits()
-  return string.format("%.0f", cfg.policy.traffic_max_size), string.format("%.0f", cfg.policy.report_retention)
+--- Where the per-job records go, and what bounds root's work on them.
+-- `{}` -> `{ dir, traffic_max_size, retention }`: ReportDir, TrafficMaxSize
+-- (bytes) and ReportRetention (seconds, 0 for ever), whole numbers in text
+function handlers.report_settings()
+  if not cfg then return fail("config", "no configuration loaded") end
+  return { dir = cfg.policy.report_dir, traffic_max_size = string.format("%.0f", cfg.policy.traffic_max_size),
+    retention = string.format("%.0f", cfg.policy.report_retention) }
 end
 
 local function link_state()
@@ -147,26 +171,40 @@ end
 
 --- The record of a step whose tasks start (xsite.report.step_start), as
 -- JSON text the plugin keeps until the step ends.
--- @param profile_value the --comm-profile value, or "" for none
--- @param start epoch seconds, as text
-function M.step_start(job, step, user, uid, job_nodes, step_nodes, profile_value, start)
-  local rec = report.step_start(cfg, { job = job, step = step, user = user, uid = uid,
-    job_nodes = job_nodes, step_nodes = step_nodes,
-    profile = profile_value ~= "" and profile_value or nil, start = tonumber(start) }, link_state(),
-    profile_state())
-  return json.encode(rec)
+-- `{ job, step, user, uid, job_nodes, step_nodes, profile, start }`
+-- (profile: the --comm-profile value, absent for none; start: epoch
+-- seconds) -> `{ record }`
+function handlers.step_start(req)
+  if not cfg then return fail("config", "no configuration loaded") end
+  local rec = report.step_start(cfg, { job = req.job, step = req.step, user = req.user, uid = req.uid,
+    job_nodes = req.job_nodes, step_nodes = req.step_nodes, profile = given(req.profile),
+    start = tonumber(req.start) }, link_state(), profile_state())
+  return { record = json.encode(rec) }
 end
 
 --- The job's record once a step has ended (xsite.report.step_end).
--- @param traffic libxsite's record, or "" when there is none
--- @param note why there is none, or ""
--- @param existing the job's record so far, or ""
--- @return the record as JSON text, and what to log ("" for nothing)
-function M.step_end(start, finish, traffic, note, existing)
-  local rec, log = report.step_end(start, tonumber(finish), traffic ~= "" and traffic or nil,
-    note ~= "" and note or nil, existing ~= "" and existing or nil,
-    { max_traffic = cfg.policy.traffic_max_size })
-  return json.encode(rec), table.concat(log, "; ")
+-- `{ start, finish, traffic, note, existing }` (the step's start record;
+-- epoch seconds; libxsite's record, absent when there is none; why there is
+-- none; the job's record so far) -> `{ record, log }` (log: what to log,
+-- absent for nothing)
+function handlers.step_end(req)
+  if not cfg then return fail("config", "no configuration loaded") end
+  local rec, log = report.step_end(req.start, tonumber(req.finish), given(req.traffic), given(req.note),
+    given(req.existing), { max_traffic = cfg.policy.traffic_max_size })
+  return { record = json.encode(rec), log = #log > 0 and table.concat(log, "; ") or nil }
+end
+
+--- Answer one request of the plugin: never raises.
+-- @param name the function
+-- @param req the request, a table of named strings
+-- @return the answer: a table with `code`, `message` unless "ok", and fields
+function M.handle(name, req)
+  local f = handlers[name]
+  if not f then return fail("internal", "xsite.spank has no function '" .. tostring(name) .. "'") end
+  local ok, ans = pcall(f, type(req) == "table" and req or {})
+  if not ok then return fail("internal", tostring(ans)) end
+  ans.code = ans.code or "ok"
+  return ans
 end
 
 return M

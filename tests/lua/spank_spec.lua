@@ -1,5 +1,37 @@
 local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
-local spank = require("xsite.spank")
+local xspank = require("xsite.spank")
+
+-- The plugin's way in: one request, one answer; the answer's fields when
+-- its code is "ok", else nil, the message and the code.
+local function call(name, req)
+  local ans = xspank.handle(name, req or {})
+  if ans.code ~= "ok" then return nil, ans.message, ans.code end
+  ans.code = nil
+  return ans
+end
+local spank = {
+  load = function(path) return call("load", { path = path }) end,
+  task_env = function(host, nodelist) return call("task_env", { host = host, nodelist = nodelist }) end,
+  check_affinity = function(v) return call("check_affinity", { value = v }) end,
+  check_profile = function(v) return call("check_profile", { value = v }) end,
+  tune_env = function(dir, job)
+    local ans, err, code = call("tune_env", { dir = dir, job = job })
+    return ans and ans.env, err, code
+  end,
+  report_limits = function()
+    local ans = assert(call("report_settings"))
+    return ans.traffic_max_size, ans.retention
+  end,
+  step_start = function(job, step, user, uid, job_nodes, step_nodes, profile, start)
+    return assert(call("step_start", { job = job, step = step, user = user, uid = uid, job_nodes = job_nodes,
+      step_nodes = step_nodes, profile = profile, start = start })).record
+  end,
+  step_end = function(start, finish, traffic, note, existing)
+    local ans = assert(call("step_end", { start = start, finish = finish, traffic = traffic, note = note,
+      existing = existing }))
+    return ans.record, ans.log or ""
+  end,
+}
 
 describe("xsite.spank", function()
   local dir
@@ -56,11 +88,11 @@ describe("xsite.spank", function()
 
   it("checks flags with the policy's and the profiles' messages", function()
     load()
-    assert.is_true(spank.check_affinity("beta"))
+    assert.is_table(spank.check_affinity("beta"))
     local ok, err = spank.check_affinity("gamma")
     assert.is_nil(ok)
     assert.are.equal("unknown site 'gamma' (valid: auto, pin, span, alpha, beta)", err)
-    assert.is_true(spank.check_profile("low"))
+    assert.is_table(spank.check_profile("low"))
     ok, err = spank.check_profile("op=1,b=zz,x=1")
     assert.is_nil(ok)
     assert.matches("^b: 'zz' is not a number", err)
@@ -95,12 +127,14 @@ describe("xsite.spank", function()
     f = assert(io.open(dir .. "/link.state", "w"))
     f:write("State=down\n")
     f:close()
-    local none, err = spank.tune_env(dir, "8")
+    local none, err, code = spank.tune_env(dir, "8")
     assert.is_nil(none)
     assert.matches("link is down", err)
-    none, err = spank.tune_env(dir, "../8")
+    assert.are.equal("unavailable", code)
+    none, err, code = spank.tune_env(dir, "../8")
     assert.is_nil(none)
     assert.matches("not a job id", err)
+    assert.are.equal("invalid", code)
     assert.is_nil((spank.tune_env("relative", "8")))
   end)
 
@@ -133,5 +167,24 @@ describe("xsite.spank", function()
     rec, log = spank.step_end(start, "1001", traffic, "", "")
     assert.matches('"cross_bytes":0', rec)
     assert.are.equal("", log)
+  end)
+
+  it("answers every request with a code: no configuration, a bad value, a bug, an unknown function", function()
+    local ans = xspank.handle("load", { path = dir .. "/none.conf" })
+    assert.are.equal("config", ans.code)
+    assert.matches("none.conf", ans.message)
+    ans = xspank.handle("task_env", { host = "alpha1", nodelist = "alpha1" })
+    assert.are.same({ code = "config", message = "no configuration loaded" }, ans)
+    load()
+    ans = xspank.handle("check_affinity", { value = "gamma" })
+    assert.are.equal("invalid", ans.code)
+    -- a request without its fields is the plugin's bug, answered, never raised
+    ans = xspank.handle("step_end", {})
+    assert.are.equal("string", type(ans.code))
+    ans = xspank.handle("frobnicate", {})
+    assert.are.same({ code = "internal", message = "xsite.spank has no function 'frobnicate'" }, ans)
+    ans = xspank.handle("task_env", { host = "alpha1", nodelist = "alpha1" })
+    assert.are.equal("ok", ans.code)
+    assert.are.equal("alpha", ans.site)
   end)
 end)

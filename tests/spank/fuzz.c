@@ -706,10 +706,12 @@ static void fuzz_traffic(struct target *t, struct xsite_lua *x, const char *star
 	static struct text traffic;
 	char *rec = NULL, *log = NULL;
 	int valid, rc, merge = previous_record != NULL && pick(4) == 0;
+	struct xsite_step_end end = { .start = start, .finish = "1010",
+				      .existing = merge ? previous_record : NULL };
 
 	gen_traffic(&traffic, &valid);
-	rc = xsite_lua_call(x, "step_end", &rec, &log, 5, start, "1010", traffic.s, "",
-			    merge ? previous_record : "");
+	end.traffic = traffic.s;
+	rc = xsite_lua_step_end(x, &end, &rec, &log);
 	t->cases++;
 	if (rc < 0) {
 		fail(t, "step_end failed on traffic '%s': %s", show(traffic.s), show(xsite_lua_error(x)));
@@ -825,8 +827,10 @@ static void fuzz_profile(struct target *t, struct xsite_lua *x)
 	}
 	/* in slurmstepd the same value goes into the record: step_start never fails */
 	if (pick(4) == 0) {
-		if (xsite_lua_call(x, "step_start", &rec, NULL, 8, "42", "0", "alice", "1001", "alpha1,beta1", "",
-				   spec, "1000") < 0)
+		struct xsite_step_start req = { .job = "42", .step = "0", .user = "alice", .uid = "1001",
+						.job_nodes = "alpha1,beta1", .profile = spec, .start = "1000" };
+
+		if (xsite_lua_step_start(x, &req, &rec) < 0)
 			fail(t, "step_start failed on profile '%s': %s", show(spec), show(xsite_lua_error(x)));
 		else if (strstr(rec, "\\u00") != NULL || strstr(rec, "\\u007f") != NULL)
 			fail(t, "profile '%s': a control character in the record: %s", show(spec), show(rec));
@@ -836,6 +840,12 @@ static void fuzz_profile(struct target *t, struct xsite_lua *x)
 	}
 	free(spec);
 }
+
+/* The start of the step whose end the traffic cases fuzz. */
+static const struct xsite_step_start medium_start = {
+	.job = "42", .step = "0", .user = "alice", .uid = "1001", .job_nodes = "alpha1,beta1",
+	.profile = "medium", .start = "1000",
+};
 
 int main(int argc, char **argv)
 {
@@ -875,8 +885,7 @@ int main(int argc, char **argv)
 		       err ? err : xsite_lua_error(with));
 		return 1;
 	}
-	if (xsite_lua_call(with, "step_start", &start, NULL, 8, "42", "0", "alice", "1001", "alpha1,beta1", "",
-			   "medium", "1000") < 0) {
+	if (xsite_lua_step_start(with, &medium_start, &start) < 0) {
 		printf("Bail out! step_start: %s\n", xsite_lua_error(with));
 		return 1;
 	}

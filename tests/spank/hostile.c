@@ -341,11 +341,12 @@ static struct xsite_report_step step_of(uint32_t job, const char *step)
 static char *start_record(const struct xsite_report_step *st)
 {
 	char *rec = NULL, id[16], uid[16];
+	struct xsite_step_start req = { .job = id, .step = st->step, .user = "nobody", .uid = uid,
+					.job_nodes = "alpha1,beta1", .profile = "medium", .start = "1000" };
 
 	snprintf(id, sizeof(id), "%u", st->jobid);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)st->uid);
-	if (xsite_lua_call(lua, "step_start", &rec, NULL, 8, id, st->step, "nobody", uid, "alpha1,beta1",
-			   "", "medium", "1000") < 0)
+	if (xsite_lua_step_start(lua, &req, &rec) < 0)
 		diag("step_start", xsite_lua_error(lua));
 	return rec;
 }

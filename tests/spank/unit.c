@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../spank/args.h"
@@ -301,6 +302,36 @@ static void test_bridge(void)
 	diag("message", err);
 	free(err);
 
+	/* a library whose module needs another that is not there, or does not parse */
+	path = NULL;
+	if (asprintf(&path, "%s/lib", tmpdir) >= 0 && mkdir(path, 0700) == 0) {
+		char *xdir = NULL;
+
+		if (asprintf(&xdir, "%s/xsite", path) >= 0 && mkdir(xdir, 0700) == 0) {
+			free(write_file("lib/xsite/spank.lua", "return require('xsite.config')\n"));
+			x = xsite_lua_open(path, &err);
+			ok(x == NULL && has(err, "module xsite.config not found (no file ") &&
+			   has(err, "/lib/xsite/config.lua)") && strchr(err, '\n') == NULL,
+			   "a module the library needs and does not find is named, with the file looked for");
+			diag("message", err);
+			free(err);
+			free(write_file("lib/xsite/spank.lua", "return {\n"));
+			x = xsite_lua_open(path, &err);
+			ok(x == NULL && has(err, "/lib/xsite/spank.lua:2:"),
+			   "a module that does not parse is named with its file and line");
+			diag("message", err);
+			free(err);
+			err = NULL;
+			if (asprintf(&err, "%s/spank.lua", xdir) >= 0)
+				unlink(err);
+			free(err);
+			rmdir(xdir);
+		}
+		free(xdir);
+		rmdir(path);
+	}
+	free(path);
+
 	x = xsite_lua_open(lua_dir, &err);
 	ok(x != NULL, "the library loads from %s", lua_dir);
 	if (x == NULL) {
@@ -310,8 +341,11 @@ static void test_bridge(void)
 	}
 
 	rc = xsite_lua_load_config(x, "/nonexistent/xsite.conf");
-	ok(rc == -1 && has(xsite_lua_error(x), "/nonexistent/xsite.conf: cannot open"),
-	   "a missing xsite.conf is an error naming the file");
+	ok(rc == -1 && has(xsite_lua_error(x), "/nonexistent/xsite.conf: cannot open") &&
+	   xsite_lua_code(x) == XSITE_LUA_CONFIG, "a missing xsite.conf is a configuration error naming the file");
+	rc = xsite_lua_task_env(x, "alpha1", "alpha1", &env);
+	ok(rc == -1 && xsite_lua_code(x) == XSITE_LUA_CONFIG && streq(xsite_lua_error(x), "no configuration loaded"),
+	   "without a configuration, a request that needs one is refused as such");
 
 	path = write_file("broken.conf", "SiteName=alpha Nodes=alpha[1-2 CoresPerNode=x\n");
 	rc = xsite_lua_load_config(x, path);
@@ -348,6 +382,7 @@ static void test_bridge(void)
 	ok(rc == -1 && streq(xsite_lua_error(x),
 			     "unknown site 'gamma' (valid: auto, pin, span, alpha, beta)"),
 	   "an unknown site lists the valid values");
+	ok(xsite_lua_code(x) == XSITE_LUA_INVALID, "a bad value is answered with the code 'invalid'");
 	ok(xsite_lua_check_affinity(x, "AUTO") == -1, "keywords are lower case, as the policy reads them");
 
 	ok(xsite_lua_check_profile(x, "medium") == 0 && xsite_lua_check_profile(x, "pingpong") == 0 &&
