@@ -4,7 +4,7 @@
 -- site (small messages for the latency, large ones for the bandwidth); this
 -- module reads the ping-pong's output, judges the link against the
 -- configured figures, and writes the link state file the policy and the
--- SPANK plugin read (xsite.config.parse_link_state).  Nothing here runs
+-- SPANK plugin read (xsite.state.parse_link).  Nothing here runs
 -- anything: the command does.
 -- @module xsite.calibrate
 
@@ -63,20 +63,5 @@ function M.judge(link, latency, bandwidth, opts)
   if #reasons > 0 then return "degraded", table.concat(reasons, "; ") end
   return "up", "within the thresholds"
 end
-
---- The text of a link state file.
--- @param st { state, bandwidth, latency, time } (bandwidth and latency may be nil for a dead link)
--- @param comment optional first-line comment
-function M.format_state(st, comment)
-  local out = {}
-  if comment then out[#out + 1] = "# " .. comment:gsub("\n", " ") end
-  local line = "State=" .. st.state
-  if st.bandwidth then line = line .. string.format(" Bandwidth=%.6gB/s", st.bandwidth) end
-  if st.latency then line = line .. string.format(" Latency=%.6gs", st.latency) end
-  if st.time then line = line .. string.format(" Time=%d", st.time) end
-  out[#out + 1] = line
-  return table.concat(out, "\n") .. "\n"
-end
-
 
 return M

@@ -13,7 +13,6 @@
 
 local units = require("xsite.units")
 local hostlist = require("xsite.hostlist")
-local fs = require("xsite.fs")
 
 local M = {}
 
@@ -548,17 +547,11 @@ function M.cache(filename, interval, clock, opts)
   return self
 end
 
-local STATE_KEYS = {
-  state = { "State", "state", enum({ "up", "degraded", "down" }) },
-  bandwidth = { "Bandwidth", "bandwidth", quantity("bandwidth") },
-  latency = { "Latency", "latency", quantity("time") },
-  time = { "Time", "time", integer(0) },
-}
-
--- Call fn(line number, key=value pairs) for each logical line of a state
--- file, until it returns nil and a message.
+--- The syntax of xsite.conf for the other files written in it (the state
+-- files of xsite.state): call fn(line number, key=value pairs) for each
+-- logical line of text, until it returns nil and a message.
 -- @return true, or nil and "file:line: message"
-local function each_state_line(text, filename, fn)
+function M.each_line(text, filename, fn)
   for _, l in ipairs(logical_lines(text or "")) do
     local kv, terr = tokenize(l.text)
     if not kv then return nil, string.format("%s:%d: %s", filename, l.line, terr) end
@@ -568,90 +561,23 @@ local function each_state_line(text, filename, fn)
   return true
 end
 
--- A value checked by its schema entry { Key, field, checker }.
+--- A value checked by a schema entry { Key, field, checker } (an entry of
+-- `M.key`, or one made with `M.checkers`).
 -- @return the value, or nil and "Key: message"
-local function state_value(e, text)
+function M.check_value(e, text)
   local v, verr = e[3](text)
   if v == nil then return nil, e[1] .. ": " .. verr end
   return v
 end
 
---- Parse a link state file, as `xsite calibrate` writes it:
--- `State=up|degraded|down [Bandwidth=…] [Latency=…] [Time=<epoch>]`.
--- @return the state table, or nil and a message naming file:line and key
-function M.parse_link_state(text, filename)
-  filename = filename or "link state"
-  local st = {}
-  local ok, err = each_state_line(text, filename, function(_, kv)
-    for _, pair in ipairs(kv) do
-      local e = STATE_KEYS[pair[1]:lower()]
-      if not e then return nil, pair[1] .. ": unknown key" end
-      local v, verr = state_value(e, pair[2])
-      if v == nil then return nil, verr end
-      st[e[2]] = v
-    end
-    return true
-  end)
-  if not ok then return nil, err end
-  if not st.state then return nil, filename .. ": State: missing" end
-  return st
+--- The schema entry of a key of xsite.conf: kind ("site", "link",
+-- "profile", "policy") and the key in lower case.
+function M.key(kind, key)
+  return KEYS[kind] and KEYS[kind][key]
 end
 
---- Parse a profile state file, as `xsite tune --apply` writes it: lines
--- `ProfileName=NAME [Exchange=BYTES] [Steps=N]`, the measured values of
--- xsite.conf's profiles (xsite.fit), with xsite.conf's syntax and checks.
--- @return a table name -> { exchange, steps, line }, or nil and a message
---   naming file:line and key
-function M.parse_profile_state(text, filename)
-  filename = filename or "profile state"
-  local out = {}
-  local ok, err = each_state_line(text, filename, function(line, kv)
-    if #kv == 0 then return true end
-    if kv[1][1]:lower() ~= "profilename" then return nil, kv[1][1] .. ": a line starts with ProfileName=" end
-    local entry = { line = line }
-    for i, pair in ipairs(kv) do
-      local key = pair[1]:lower()
-      local e = KEYS.profile[key]
-      if not e or (i > 1 and key ~= "exchange" and key ~= "steps") then
-        return nil, pair[1] .. ": unknown key (ProfileName, Exchange, Steps)"
-      end
-      local v, verr = state_value(e, pair[2])
-      if v == nil then return nil, verr end
-      entry[e[2]] = v
-    end
-    if out[entry.name] then
-      return nil, string.format("ProfileName: %s given twice (first at line %d)", entry.name,
-        out[entry.name].line)
-    end
-    out[entry.name] = entry
-    return true
-  end)
-  if not ok then return nil, err end
-  return out
-end
-
--- A state file read with its parser, once xsite.fs trusts it: nil when it
--- does not exist.
-local function load_state(filename, parse)
-  local text, err, missing = fs.read_trusted(filename)
-  if not text then
-    if missing then return nil end
-    return nil, err
-  end
-  return parse(text, filename)
-end
-
---- Read the profile state file, if there is one.
--- @return the table of `parse_profile_state`, or nil when the file does not
---   exist, or nil and a message
-function M.load_profile_state(filename)
-  return load_state(filename, M.parse_profile_state)
-end
-
---- Read the link state file, if there is one.
--- @return the state, or nil when the file does not exist, or nil and a message
-function M.load_link_state(filename)
-  return load_state(filename, M.parse_link_state)
-end
+--- The value checkers of xsite.conf, for other files in its syntax:
+-- `quantity(kind, opts)`, `integer(min)`, `enum(list)`.
+M.checkers = { quantity = quantity, integer = integer, enum = enum }
 
 return M

@@ -22,6 +22,7 @@
 
 local model = require("xsite.model")
 local json = require("xsite.json")
+local states = require("xsite.state")
 
 local M = {}
 
@@ -128,9 +129,15 @@ end
 -- @param r from `fit`
 -- @param iterations the profile's Iterations (the fit is of whole runs)
 function M.line(name, r, iterations)
+  return states.profile_line(name, M.per_iteration(r, iterations))
+end
+
+--- The fit's Exchange and Steps per iteration of a profile that has
+-- Iterations (xsite.conf), as the profile state holds them.
+-- @return { exchange, steps }
+function M.per_iteration(r, iterations)
   local it = iterations or 1
-  return string.format("ProfileName=%s Exchange=%.0f Steps=%d", name, r.exchange / it,
-    math.floor(r.steps / it + 0.5))
+  return { exchange = r.exchange / it, steps = math.floor(r.steps / it + 0.5) }
 end
 
 return M

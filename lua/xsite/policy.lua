@@ -12,11 +12,9 @@ local profile = require("xsite.profile")
 local units = require("xsite.units")
 local hostlist = require("xsite.hostlist")
 local constraint = require("xsite.constraint")
+local record = require("xsite.record")
 
 local M = {}
-
---- Version of the record written to admin_comment.
-M.RECORD_VERSION = 1
 
 -- Why codes in the record, and the text a user reads for each.
 local WHY = {
@@ -90,51 +88,6 @@ local function within(list, allowed)
   return out
 end
 
--- A user's constraint as the record keeps it: characters other than those
--- of Slurm's constraint syntax are percent-encoded, so that the record stays
--- one line of key=value words whatever the user wrote.
-local function encode(text)
-  return (text:gsub("[^%w_%-%.&|%[%]%(%)%*,!:+]", function(c)
-    return string.format("%%%02X", c:byte())
-  end))
-end
-
-local function decode(text)
-  return (text:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
-end
-
--- The admin_comment record: one line of key=value words, documented in
--- docs/admin-guide.md and parsed by `M.parse_record`.  Built with few
--- format calls: slurmctld runs this for every job under its locks.
-local function record(d)
-  local head = string.format("xsite v=%d action=%s why=%s mode=%s n=%s", M.RECORD_VERSION,
-    d.action, d.why, d.mode, tostring(d.nodes))
-  local tail = (d.min_nodes and d.min_nodes ~= d.nodes and " nmin=" .. d.min_nodes or "") ..
-    (d.het and " het=" .. d.het or "") ..
-    (d.nodelist_sites and " wsites=" .. d.nodelist_sites or "") ..
-    (d.override and " override=" .. d.override or "") ..
-    (d.wait4switch and " wait4switch=" .. d.wait4switch or "") ..
-    (d.constraint and " constraint=" .. encode(d.constraint) or "")
-  local e, l = d.prediction, d.link
-  if not e then return head .. tail end
-  return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..
-    " link=%s,%.6g,%.6g,%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
-    e.slowdown, d.max_slowdown, l.state, l.bandwidth, l.latency, l.source, tail)
-end
-
---- Parse a record written by `decide` back into a table (values as strings;
--- `constraint` decoded).
--- @return table, or nil and a message
-function M.parse_record(text)
-  if type(text) ~= "string" then return nil, "no record" end
-  local body = text:match("xsite v=%d+[^\n;]*")
-  if not body then return nil, "no xsite record in the text" end
-  local out = {}
-  for k, v in body:gmatch("(%w+)=(%S+)") do out[k] = v end
-  if out.constraint then out.constraint = decode(out.constraint) end
-  return out
-end
-
 --- Check a `--site-affinity` value: auto, pin, span or a site's name.
 -- @return true, or nil and a message listing the valid values
 function M.check_affinity(cfg, value)
@@ -169,7 +122,7 @@ M.quote = quote
 --   uid of root or SlurmUser submitting: their `--site-affinity=span` holds
 --   even with the link down), `link_state`
 --   (optional: `{ state, bandwidth, latency }`), `profile_state` (optional:
---   measured profiles, xsite.config.parse_profile_state)
+--   measured profiles, xsite.state.parse_profiles)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
 --   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
 --   `wait4switch`, `message` (one line for the user), `record`, `prediction`,
@@ -206,7 +159,7 @@ function M.decide(req)
     if pol.mode == "advise" and action ~= "reject" then
       d.features, d.req_switch, d.wait4switch = nil, nil, nil
     end
-    d.record = record(d)
+    d.record = record.format(d)
     return d
   end
 

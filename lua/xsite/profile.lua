@@ -96,7 +96,7 @@ end
 --- Resolve a `--comm-profile` value against a configuration.
 -- @param spec the value, or nil for the configuration's DefaultProfile
 -- @param cfg a configuration from xsite.config
--- @param tuned optional profile state (xsite.config.parse_profile_state):
+-- @param tuned optional profile state (xsite.state.parse_profiles):
 --   a named profile there takes its measured Exchange and Steps
 -- @return profile, or nil and a message
 function M.resolve(spec, cfg, tuned)

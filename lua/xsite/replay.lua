@@ -7,6 +7,7 @@
 -- @module xsite.replay
 
 local policy = require("xsite.policy")
+local record = require("xsite.record")
 
 local M = {}
 
@@ -71,7 +72,7 @@ function M.parse_sacct(text)
     jobs[#jobs + 1] = {
       id = f[1], user = f[2], state = f[3], nodes = nodes,
       elapsed = M.seconds(f[5]) or 0, reserved = M.seconds(f[6]) or 0,
-      nodelist = f[7], record = (policy.parse_record(f[8])),
+      nodelist = f[7], record = (record.parse(f[8])),
     }
   end
   return jobs
@@ -87,7 +88,7 @@ local function count(t, k) t[k] = (t[k] or 0) + 1 end
 -- @param jobs from parse_sacct
 -- @param opts optional: `max_slowdown`, `spans(job)` (whether the job ran at
 --   both sites, from its node list), `profile_state` (measured profiles,
---   xsite.config.parse_profile_state)
+--   xsite.state.parse_profiles)
 -- @return a summary: jobs, replayed, skipped (with reasons), before/after
 --   counts by action, changed (array of { id, before, after, slowdown }),
 --   node_hours_lost (by the jobs that may span after), queue_node_hours

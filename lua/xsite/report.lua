@@ -38,17 +38,20 @@
 -- Root builds the record from text the job's owner wrote (the traffic
 -- record, in a directory of theirs): that text is read only up to
 -- TrafficMaxSize (xsite.conf, default 1 MiB), decoded under tight limits
--- (`M.TRAFFIC_JSON`), checked field by field against libxsite's schema and
+-- (xsite.traffic), checked field by field against libxsite's schema and
 -- the configured sites, and every string of it that reaches a log, a note or
--- a terminal goes through `M.printable`.  The record itself stays bounded:
+-- a terminal goes through xsite.text.printable.  The record itself stays bounded:
 -- at most `M.MAX_STEPS` steps and `M.MAX_DETAIL` numbers of per-rank detail.
 -- @module xsite.report
 
 local json = require("xsite.json")
+local safe = require("xsite.text")
+local xtraffic = require("xsite.traffic")
 local hostlist = require("xsite.hostlist")
 local model = require("xsite.model")
 local profile = require("xsite.profile")
 local policy = require("xsite.policy")
+local record = require("xsite.record")
 local replay = require("xsite.replay")
 
 local M = {}
@@ -58,15 +61,6 @@ M.VERSION = 1
 --- The name of the record in a job's directory of ReportDir.
 M.FILE = "report.json"
 
---- Default of TrafficMaxSize: the largest traffic record root reads (bytes).
-M.TRAFFIC_MAX_SIZE = 1048576
---- How root decodes a traffic record (xsite.json.decode limits): libxsite's
--- record nests 3 deep, its strings are site and host names, and a matrix of
--- 1024 ranks (XSITE_MATRIX_MAX) with its per-rank entries stays within
--- max_values.
-M.TRAFFIC_JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152 }
---- The most ranks a traffic record may claim (MPI counts ranks in an int).
-M.MAX_RANKS = 2147483647
 --- The largest record read back (as XSITE_MAX_RECORD of spank/report.h).
 M.MAX_RECORD = 64 * 1048576
 --- How a record is decoded (root's own file, but made of users' data).
@@ -76,79 +70,12 @@ M.MAX_STEPS = 1000
 --- The most numbers of per-rank detail (traffic matrices and the sites' rank
 -- lists) one record keeps; a step past it keeps its totals only.
 M.MAX_DETAIL = 1048576
---- The longest text of a user's taken into a note or a log line.
-M.NOTE_MAX = 120
 
 local function is_num(v) return type(v) == "number" and v == v and v >= 0 and v < math.huge end
--- A whole number from 0 to max.
-local function is_count(v, max)
-  return type(v) == "number" and v >= 0 and v <= max and v == math.floor(v)
-end
--- What a libxsite counter can hold: finite, from 0 to 2^64.
-local function is_counter(v) return type(v) == "number" and v >= 0 and v <= 2 ^ 64 end
 -- A field that is there: neither absent nor JSON null.
 local function present(v) return v ~= nil and v ~= json.null end
 
--- The length of the well-formed UTF-8 character at byte j of s that is not a
--- control character (C1, U+0080-U+009F), else nil.
-local function utf8_len(s, j)
-  local b, c = s:byte(j), s:byte(j + 1) or 0
-  local len = (b >= 0xC2 and b <= 0xDF and 2) or (b >= 0xE0 and b <= 0xEF and 3) or (b >= 0xF0 and b <= 0xF4 and 4)
-  if not len or (b == 0xC2 and c < 0xA0) or (b == 0xE0 and c < 0xA0) or (b == 0xED and c >= 0xA0)
-    or (b == 0xF0 and c < 0x90) or (b == 0xF4 and c >= 0x90) then
-    return nil
-  end
-  for k = j + 1, j + len - 1 do
-    local x = s:byte(k)
-    if not x or x < 0x80 or x > 0xBF then return nil end
-  end
-  return len
-end
-
---- Any value as text that is safe in a log line, a terminal or an SVG: no
--- control characters (C0, DEL and C1), no byte that is not well-formed UTF-8
--- (each such byte as \xHH), at most max bytes of the value (default
--- M.NOTE_MAX) and "..." when cut.  A backslash stays as it is, so that text
--- made printable once (a note in a record) does not change the second time.
-function M.printable(v, max)
-  max = max or M.NOTE_MAX
-  local s
-  if type(v) == "string" then
-    s = v
-  elseif type(v) == "number" then
-    s = v == math.floor(v) and math.abs(v) < 2 ^ 63 and string.format("%.0f", v) or string.format("%.17g", v)
-  elseif v == nil or v == json.null then
-    s = "null"
-  elseif type(v) == "boolean" then
-    s = tostring(v)
-  elseif type(v) == "table" then
-    s = json.is_array(v) and "(an array)" or "(an object)"
-  else
-    s = "(" .. type(v) .. ")"
-  end
-  local cut = #s > max
-  if cut then s = s:sub(1, max) end
-  if not s:find("[%c\128-\255]") then return s .. (cut and "..." or "") end
-  local out, i = {}, 1
-  while i <= #s do
-    local j = s:find("[%c\128-\255]", i)
-    if not j then
-      out[#out + 1] = s:sub(i)
-      break
-    end
-    out[#out + 1] = s:sub(i, j - 1)
-    local len = s:byte(j) >= 0x80 and utf8_len(s, j)
-    if len then
-      out[#out + 1] = s:sub(j, j + len - 1)
-      i = j + len
-    else
-      out[#out + 1] = string.format("\\x%02x", s:byte(j))
-      i = j + 1
-    end
-  end
-  return table.concat(out) .. (cut and "..." or "")
-end
-local printable = M.printable
+local printable = safe.printable
 
 -- A count for people: a whole number, whatever Lua holds it as.
 local function whole(v)
@@ -198,8 +125,8 @@ end
 -- @param cfg the configuration
 -- @param a { job, step, user, uid, job_nodes, step_nodes, profile (the
 --   --comm-profile value, may be nil), start (epoch seconds) }
--- @param state the link state (xsite.config.load_link_state), or nil
--- @param tuned the profile state (xsite.config.load_profile_state), or nil
+-- @param state the link state (xsite.state.load_link), or nil
+-- @param tuned the profile state (xsite.state.load_profiles), or nil
 -- @return the record (a table)
 function M.step_start(cfg, a, state, tuned)
   local notes = json.array({})
@@ -234,65 +161,6 @@ end
 
 local function check(cond, field, msg)
   if not cond then error({ report = field .. ": " .. msg }, 0) end
-end
-
--- The MPI part of a step from libxsite's traffic record (its version 1),
--- checked field by field: what root takes from a file of the user's.
--- @param t the decoded record
--- @param rec the job's record (its job id and configured sites)
-local function mpi_from_traffic(t, rec)
-  check(type(t) == "table" and not json.is_array(t), "traffic record", "not a JSON object")
-  check(t.version == 1, "traffic record: version", "not 1 (" .. printable(t.version, 32) .. ")")
-  local job = t.job
-  check((type(job) == "string" and job == rec.job) or (is_count(job, 2 ^ 53) and whole(job) == rec.job),
-    "traffic record: job", string.format("%s, not this job (%s)", printable(job, 32), rec.job))
-  check(is_count(t.ranks, M.MAX_RANKS) and t.ranks >= 1, "traffic record: ranks", "not a count of ranks")
-  local ranks = t.ranks
-  local c = t.cross
-  check(type(c) == "table" and not json.is_array(c), "traffic record: cross", "missing")
-  for _, k in ipairs({ "bytes", "messages", "p2p_bytes", "p2p_messages", "coll_bytes", "coll_messages" }) do
-    check(is_counter(c[k]), "traffic record: cross." .. k, "not a count")
-  end
-  for _, k in ipairs({ "bytes", "messages" }) do
-    local sum = c["p2p_" .. k] + c["coll_" .. k]
-    check(math.abs(c[k] - sum) <= 1e-9 * sum, "traffic record: cross." .. k,
-      "not the sum of p2p_" .. k .. " and coll_" .. k)
-  end
-  local m = { ranks = ranks, cross_bytes = c.bytes, cross_messages = c.messages,
-    p2p_bytes = c.p2p_bytes, p2p_messages = c.p2p_messages, coll_bytes = c.coll_bytes,
-    coll_messages = c.coll_messages, sites = json.null, matrix = json.null }
-  if present(t.sites) then
-    check(type(t.sites) == "table" and not json.is_array(t.sites), "traffic record: sites", "not an object")
-    local known, seen, n = {}, {}, 0
-    for _, name in ipairs(rec.sites) do known[name] = true end
-    for name, list in pairs(t.sites) do
-      check(known[name], "traffic record: sites", string.format("'%s' is not a site of the configuration (%s)",
-        printable(name, 64), table.concat(rec.sites, ", ")))
-      check(json.is_array(list), "traffic record: sites." .. name, "not a list of ranks")
-      for _, r in ipairs(list) do
-        check(is_count(r, ranks - 1) and not seen[r], "traffic record: sites." .. name,
-          "not distinct ranks from 0 to ranks - 1")
-        seen[r] = true
-        n = n + 1
-      end
-    end
-    m.sites = t.sites
-    m.detail = n
-  end
-  if present(t.matrix) then
-    local mx = t.matrix
-    check(json.is_array(mx) and #mx == ranks, "traffic record: matrix", "not ranks x ranks")
-    for i = 1, ranks do
-      local row = mx[i]
-      check(json.is_array(row) and #row == ranks, "traffic record: matrix row " .. i, "not ranks long")
-      for j = 1, ranks do
-        check(is_counter(row[j]), "traffic record: matrix row " .. i, "not byte counts")
-      end
-    end
-    m.matrix = mx
-    m.detail = (m.detail or 0) + ranks * ranks
-  end
-  return m
 end
 
 --- Check a record's shape (what `xsite report` and `xsite tune` rely on).
@@ -354,11 +222,10 @@ end
 -- @param traffic_note why there is no traffic record, or nil
 -- @param existing the job's record so far (text), or nil
 -- @param opts optional: `max_traffic` (TrafficMaxSize, bytes; default
---   M.TRAFFIC_MAX_SIZE): a longer traffic record is not read
+--   xsite.traffic.MAX_SIZE): a longer traffic record is not read
 -- @return the job's record (a table), and an array of things to log
 function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   local log = {}
-  local max_traffic = opts and opts.max_traffic or M.TRAFFIC_MAX_SIZE
   local rec = assert(M.decode(start, "step record"))
   local step = rec.steps[1]
   step.finish = finish
@@ -368,19 +235,9 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
     log[#log + 1] = string.format("job %s step %s: MPI traffic record ignored: %s", rec.job, step.step, why)
   end
   if traffic and traffic ~= "" then
-    if #traffic > max_traffic then
-      ignored(string.format("%d bytes, over TrafficMaxSize (%d bytes); not read", #traffic, max_traffic))
-    else
-      local t, err = json.decode(traffic, M.TRAFFIC_JSON)
-      local ok, m = false, nil
-      if t ~= nil then ok, m = pcall(mpi_from_traffic, t, rec) end
-      if ok then
-        step.mpi = m
-      else
-        ignored(t == nil and "not JSON (" .. err .. ")" or (type(m) == "table" and m.report or
-          printable(tostring(m))))
-      end
-    end
+    local m, why = xtraffic.decode(traffic, { job = rec.job, sites = rec.sites,
+      max_size = opts and opts.max_traffic })
+    if m then step.mpi = m else ignored(why) end
   elseif traffic_note then
     step.notes[#step.notes + 1] = traffic_note
   end
@@ -508,7 +365,7 @@ function M.parse_accounting(text, kind)
     if #f < #M.SACCT_FIELDS then return nil end
     local comment = table.concat(f, "\t", #M.SACCT_FIELDS)
     return { user = f[2], state = f[3], elapsed = replay.seconds(f[4]),
-      record = (policy.parse_record(comment)) }
+      record = (record.parse(comment)) }
   end
   local line
   for l in (text or ""):gmatch("[^\n]+") do
@@ -554,7 +411,7 @@ function M.parse_accounting(text, kind)
   elseif #ac == 1 then
     -- scontrol ends the value with a blank, then starts the next key with one
     local v = line:match("^(.-)  ", ac[1] + #"AdminComment=") or line:sub(ac[1] + #"AdminComment=")
-    out.record = (policy.parse_record(v))
+    out.record = (record.parse(v))
   end
   if #bad > 0 then
     out.note = string.format("scontrol's line holds %s more than once or out of place (a field the job's"

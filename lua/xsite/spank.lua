@@ -18,6 +18,7 @@ local tune = require("xsite.tune")
 local report = require("xsite.report")
 local json = require("xsite.json")
 local fs = require("xsite.fs")
+local states = require("xsite.state")
 
 local M = {}
 
@@ -107,7 +108,7 @@ function handlers.task_env(req)
   env.spanning = #parts > 1 and "1" or "0"
   local state
   if cfg.policy.link_state_file then
-    local st, serr = config.load_link_state(cfg.policy.link_state_file)
+    local st, serr = states.load_link(cfg.policy.link_state_file)
     if st then
       state = st
     elseif serr then
@@ -138,7 +139,7 @@ function handlers.tune_env(req)
     return fail("invalid", "tune_mpi: '" .. tostring(jobid) .. "' is not a job id")
   end
   local state
-  if cfg.policy.link_state_file then state = config.load_link_state(cfg.policy.link_state_file) end
+  if cfg.policy.link_state_file then state = states.load_link(cfg.policy.link_state_file) end
   local link = policy.effective_link(cfg, state)
   if link.state == "down" then return fail("unavailable", "tune_mpi: the link is down; no MPI tuning") end
   local p, err = tune.plan({ bandwidth = link.bandwidth * link.channels, latency = link.latency },
@@ -161,12 +162,12 @@ end
 
 local function link_state()
   if not cfg.policy.link_state_file then return nil end
-  return (config.load_link_state(cfg.policy.link_state_file))
+  return (states.load_link(cfg.policy.link_state_file))
 end
 
 local function profile_state()
   if not cfg.policy.profile_state_file then return nil end
-  return (config.load_profile_state(cfg.policy.profile_state_file))
+  return (states.load_profiles(cfg.policy.profile_state_file))
 end
 
 --- The record of a step whose tasks start (xsite.report.step_start), as

@@ -12,6 +12,8 @@
 
 local config = require("xsite.config")
 local policy = require("xsite.policy")
+local record = require("xsite.record")
+local states = require("xsite.state")
 local fs = require("xsite.fs")
 
 local M = {}
@@ -99,15 +101,6 @@ function M.most_nodes(job_desc, cfg)
   return n
 end
 
---- Put the record into admin_comment, replacing an earlier xsite record and
--- keeping anything else the admin wrote there.
-function M.with_record(admin_comment, record)
-  if not admin_comment or admin_comment == "" then return record end
-  local kept = admin_comment:gsub("%s*xsite v=%d+[^;]*", ""):gsub("^%s*;%s*", ""):gsub("%s*;%s*$", "")
-  if kept == "" then return record end
-  return kept .. "; " .. record
-end
-
 -- slurm.conf's value of a key (the last one; nil when absent).
 local function slurm_conf_value(text, key)
   local value
@@ -172,8 +165,8 @@ end
 -- The files `xsite calibrate` and `xsite tune --apply` write, each cached
 -- like the configuration: the key naming it, its parser, what it holds.
 local STATE_FILES = {
-  link = { "link_state_file", config.parse_link_state, "link state" },
-  profiles = { "profile_state_file", config.parse_profile_state, "profile state" },
+  link = { "link_state_file", states.parse_link, "link state" },
+  profiles = { "profile_state_file", states.parse_profiles, "profile state" },
 }
 
 local function state_file(cfg, slurm, which)
@@ -200,7 +193,7 @@ local function apply(job_desc, d)
     job_desc.req_switch = d.req_switch
     job_desc.wait4switch = d.wait4switch
   end
-  job_desc.admin_comment = M.with_record(job_desc.admin_comment, d.record)
+  job_desc.admin_comment = record.put(job_desc.admin_comment, d.record)
 end
 
 -- Whether the broken configuration's own text asks for FailMode=closed (read
@@ -358,11 +351,11 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     if not shape and not place then return slurm.SUCCESS end
     -- a running job cannot move (Slurm refuses new features or nodes for it)
     if set(job_rec.job_state) and job_rec.job_state % 256 ~= M.JOB_PENDING then return slurm.SUCCESS end
-    local prev = policy.parse_record(job_rec.admin_comment)
+    local prev = record.parse(job_rec.admin_comment)
     if place and M.privileged(modify_uid) then
       if prev then
-        local text = job_rec.admin_comment:match("xsite v=%d+[^\n;]*"):gsub("%s+override=%S+", "")
-        job_desc.admin_comment = M.with_record(job_rec.admin_comment, text .. " override=" .. modify_uid)
+        job_desc.admin_comment = record.put(job_rec.admin_comment,
+          record.with_override(record.find(job_rec.admin_comment), modify_uid))
       end
       slurm.log_info("xsite: job %s: placement changed by uid %s, kept as given (override)",
         tostring(job_rec.job_id), tostring(modify_uid))

@@ -120,7 +120,8 @@ fake_allocation() {
       for j = 0, 7 do r[#r + 1] = (math.abs(i - j) == 4) and 1000000 or ((i ~= j) and 10 or 0) end
       rows[#rows + 1] = "[" .. table.concat(r, ",") .. "]"
     end
-    io.write("{\"version\":1,\"ranks\":8,\"matrix\":[" .. table.concat(rows, ",") .. "]}\n")' >"$f"
+    io.write("{\"version\":1,\"job\":7,\"ranks\":8,\"cross\":{\"bytes\":0,\"messages\":0,\"p2p_bytes\":0,"
+      .. "\"p2p_messages\":0,\"coll_bytes\":0,\"coll_messages\":0},\"matrix\":[" .. table.concat(rows, ",") .. "]}\n")' >"$f"
   run -0 --separate-stderr "$RUN" --dry-run --comm-graph "$f" ./app
   [[ $stderr == *'predicted bytes across the link'* ]]
   # ranks i and i+4 share a site

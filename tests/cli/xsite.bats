@@ -277,6 +277,20 @@ with_link_state() {
   assert_output "$(printf '%s\n' '0 alpha1 alpha 0' '1 alpha1 alpha 1' '2 beta1 beta 0' '3 beta1 beta 1')"
 }
 
+@test "map --comm-graph reads libxsite's record through its schema check, and names what is wrong" {
+  local f=$BATS_TEST_TMPDIR/rec.json cross='"cross":{"bytes":0,"messages":0,"p2p_bytes":0,"p2p_messages":0,"coll_bytes":0,"coll_messages":0}'
+  local nodes=alpha1,beta1
+  local map=(xsite --config "$REPO/site-configs/testbed.conf" map --nodelist "$nodes" --comm-graph "$f")
+  printf '{"version":2,"ranks":2,%s,"matrix":[[0,1],[1,0]]}\n' "$cross" >"$f"
+  run -1 "${map[@]}"
+  assert_output "xsite map: --comm-graph: $f: traffic record: version: not 1 (2)"
+  printf '{"version":1,"ranks":2,%s,"matrix":null}\n' "$cross" >"$f"
+  run -1 "${map[@]}"
+  assert_output --partial "$f: the record has no matrix"
+  printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]]}\n' "$cross" >"$f"
+  run -0 "${map[@]}" --format json
+}
+
 @test "check reports an error in a continued line at the line where it starts" {
   run -1 xsite check "$FIX/errors.conf"
   assert_line --partial "errors.conf:3: NetLatency:"

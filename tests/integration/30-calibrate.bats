@@ -50,7 +50,7 @@ setup() {
 	printf '# %s\n' "${lines[@]}" >&3
 	assert_line --regexp '^xsite: link alpha1-beta1: 1\.[0-9]+ ms one way \(configured 1 ms\), .*: up, within the thresholds$'
 	assert_line "xsite: wrote $XT_STATE/run/link.state"
-	run -0 grep -E '^State=up Bandwidth=[0-9.e+]+B/s Latency=0\.00[0-9]+s Time=[0-9]+$' "$XT_STATE/run/link.state"
+	run -0 grep -E '^Version=1 State=up Bandwidth=[0-9.e+]+B/s Latency=0\.00[0-9]+s Time=[0-9]+$' "$XT_STATE/run/link.state"
 }
 
 @test "the policy uses the measured link: a 5 ms link pins a job that spanned at 1 ms" {
@@ -62,7 +62,7 @@ setup() {
 	tb link set --latency 5ms 2>&1 | tap_note
 	run -1 xsite calibrate --min-bandwidth-share 0.2
 	assert_line --regexp 'degraded, latency 5\.[0-9]+ ms is above 2 times the configured 1 ms$'
-	run -0 grep -E '^State=degraded .*Latency=0\.005[0-9]*s' "$XT_STATE/run/link.state"
+	run -0 grep -E '^Version=1 State=degraded .*Latency=0\.005[0-9]*s' "$XT_STATE/run/link.state"
 	# xsite.submit reads the state file again after at most 5 s
 	sleep 6
 	run -0 --separate-stderr on_head sbatch --parsable -H -N2 --comm-profile="$PROFILE" --wrap true
@@ -78,7 +78,7 @@ setup() {
 	run -1 xsite calibrate --timeout 15
 	printf '# %s\n' "${lines[@]}" >&3
 	assert_line --regexp '^xsite: link alpha1-beta1: down: the ping-pong across the link failed'
-	run -0 grep -E '^State=down Time=[0-9]+$' "$XT_STATE/run/link.state"
+	run -0 grep -E '^Version=1 State=down Time=[0-9]+$' "$XT_STATE/run/link.state"
 	sleep 6
 	run -0 --separate-stderr on_head sbatch --parsable -H -N2 --comm-profile=low --wrap true
 	assert_equal "$(record_of "$output" | grep -oE 'action=[a-z]+ why=[a-z-]+')" "action=pin why=link-down"

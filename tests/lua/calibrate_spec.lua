@@ -1,7 +1,6 @@
 dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
 local calibrate = require("xsite.calibrate")
-local config = require("xsite.config")
-local fs = require("xsite.fs")
+local states = require("xsite.state")
 
 local LINK = { bandwidth = 125e6, latency = 1e-3, channels = 1 }
 
@@ -37,15 +36,15 @@ describe("xsite.calibrate", function()
 
   it("writes a state file the one parser reads back", function()
     local path = os.tmpname()
-    assert(fs.write_atomic(path, calibrate.format_state(
-      { state = "degraded", bandwidth = 61.5e6, latency = 5.2e-3, time = 1763820000 }, "measured\nhere")))
-    local st = assert(config.load_link_state(path))
+    assert(states.write_link(path,
+      { state = "degraded", bandwidth = 61.5e6, latency = 5.2e-3, time = 1763820000 }, "measured\nhere"))
+    local st = assert(states.load_link(path))
     assert.are.equal("degraded", st.state)
     assert.are.equal(61.5e6, st.bandwidth)
     assert.is_true(math.abs(st.latency - 5.2e-3) < 1e-12)
     assert.are.equal(1763820000, st.time)
-    assert(fs.write_atomic(path, calibrate.format_state({ state = "down", time = 1 })))
-    st = assert(config.load_link_state(path))
+    assert(states.write_link(path, { state = "down", time = 1 }))
+    st = assert(states.load_link(path))
     assert.are.equal("down", st.state)
     assert.is_nil(st.bandwidth)
     os.remove(path)

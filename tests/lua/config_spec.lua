@@ -1,5 +1,5 @@
--- Specs for xsite.config: the one parser of xsite.conf, its cache, the
--- link state file.  Fixtures are in tests/lua/fixtures/, named by what they show.
+-- Specs for xsite.config: the one parser of xsite.conf and its cache.
+-- Fixtures are in tests/lua/fixtures/, named by what they show.
 
 local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
 package.path = HERE .. "/../../lua/?.lua;" .. package.path
@@ -684,7 +684,7 @@ describe("xsite.config.cache", function()
 
   it("parses with opts.parse, e.g. the link state file", function()
     write("State=up Bandwidth=800MB/s\n")
-    local c = config.cache(path, 5, clock, { parse = config.parse_link_state })
+    local c = config.cache(path, 5, clock, { parse = require("xsite.state").parse_link })
     local st, err = c.get()
     assert.is_nil(err)
     assert.are.equal("up", st.state)
@@ -699,7 +699,7 @@ describe("xsite.config.cache", function()
 
   it("with opts.missing_ok, takes a missing file as no value and no error", function()
     write("State=down\n")
-    local c = config.cache(path, 5, clock, { parse = config.parse_link_state, missing_ok = true })
+    local c = config.cache(path, 5, clock, { parse = require("xsite.state").parse_link, missing_ok = true })
     assert.are.equal("down", c.get().state)
     os.remove(path)
     now = now + 5
@@ -718,90 +718,5 @@ describe("xsite.config.cache", function()
     c.get()
     write(GOOD2)
     assert.are.equal("advise", c.get().policy.mode)
-  end)
-end)
-
-describe("xsite.config.parse_link_state", function()
-  it("reads state, bandwidth, latency and time in base units", function()
-    local st = assert(config.parse_link_state("State=degraded Bandwidth=800MB/s Latency=150us Time=1700000000\n"))
-    assert.are.equal("degraded", st.state)
-    near(800e6, st.bandwidth, "Bandwidth")
-    near(150e-6, st.latency, "Latency")
-    assert.are.equal(1700000000, st.time)
-  end)
-
-  it("reads keys and the state in any case, over several lines with comments", function()
-    local st = assert(config.parse_link_state("# written by xsite calibrate\nstate=DOWN\nLATENCY=4.5ms # one way\n"))
-    assert.are.equal("down", st.state)
-    near(4.5e-3, st.latency, "Latency")
-    assert.is_nil(st.bandwidth)
-  end)
-
-  it("names file, line and key of a bad value", function()
-    local st, err = config.parse_link_state("State=up\nBandwidth=fast\n", "/run/xsite/link.state")
-    assert.is_nil(st)
-    assert.are.equal("/run/xsite/link.state:2: Bandwidth: 'fast' is not a number with a unit "
-      .. "(B/s, MB/s, GB/s, MiB/s, Mb/s, Gb/s, Mbit/s, Gbit/s)", err)
-    st, err = config.parse_link_state("State=sideways\n", "ls")
-    assert.is_nil(st)
-    assert.are.equal("ls:1: State: 'sideways' is not one of up, degraded, down", err)
-    st, err = config.parse_link_state("State=up Time=1.5\n", "ls")
-    assert.is_nil(st)
-    assert.are.equal("ls:1: Time: '1.5' is not a whole number", err)
-  end)
-
-  it("names an unknown key and a line that is not Key=Value", function()
-    local st, err = config.parse_link_state("State=up Colour=red\n", "ls")
-    assert.is_nil(st)
-    assert.are.equal("ls:1: Colour: unknown key", err)
-    st, err = config.parse_link_state("\nup\n", "ls")
-    assert.is_nil(st)
-    assert.are.equal("ls:2: 'up' is not Key=Value", err)
-  end)
-
-  it("requires State, and calls the file 'link state' when no name is given", function()
-    local st, err = config.parse_link_state("Bandwidth=1GB/s\n")
-    assert.is_nil(st)
-    assert.are.equal("link state: State: missing", err)
-    st, err = config.parse_link_state(nil)
-    assert.is_nil(st)
-    assert.are.equal("link state: State: missing", err)
-  end)
-end)
-
-describe("xsite.config.load_link_state", function()
-  local path
-  before_each(function() path = os.tmpname() end)
-  after_each(function() os.remove(path) end)
-
-  it("gives nil and no message when there is no file", function()
-    os.remove(path)
-    local st, err = config.load_link_state(path)
-    assert.is_nil(st)
-    assert.is_nil(err)
-  end)
-
-  it("reads the file", function()
-    local f = assert(io.open(path, "wb"))
-    f:write("State=up Bandwidth=930MB/s Latency=145us\n")
-    f:close()
-    local st = assert(config.load_link_state(path))
-    assert.are.equal("up", st.state)
-    near(930e6, st.bandwidth, "Bandwidth")
-  end)
-
-  it("names the file and the reason when the file cannot be read", function()
-    local st, err = config.load_link_state(HERE)  -- a directory: never opened
-    assert.is_nil(st)
-    assert.are.equal(HERE .. ": a directory, not a regular file; not read", err)
-  end)
-
-  it("names the file in the message of a bad file", function()
-    local f = assert(io.open(path, "wb"))
-    f:write("State=maybe\n")
-    f:close()
-    local st, err = config.load_link_state(path)
-    assert.is_nil(st)
-    assert.are.equal(path .. ":1: State: 'maybe' is not one of up, degraded, down", err)
   end)
 end)

@@ -2,6 +2,7 @@ local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "hel
 local fit = require("xsite.fit")
 local report = require("xsite.report")
 local config = require("xsite.config")
+local states = require("xsite.state")
 local profile = require("xsite.profile")
 local policy = require("xsite.policy")
 local json = require("xsite.json")
@@ -71,7 +72,7 @@ describe("xsite.fit", function()
     local before = policy.decide({ cfg = c, nodes = 2, profile = "halo" })
     assert.are.equal("pin", before.action)
     assert.are.equal("slowdown", before.why)
-    local st = assert(config.parse_profile_state("# fitted\nProfileName=halo Exchange=500 Steps=55\n", "p.state"))
+    local st = assert(states.parse_profiles("# fitted\nProfileName=halo Exchange=500 Steps=55\n", "p.state"))
     local after = policy.decide({ cfg = c, nodes = 2, profile = "halo", profile_state = st })
     assert.are.equal("span", after.action)
     local p = profile.resolve("halo", c, st)
@@ -90,11 +91,11 @@ describe("xsite.fit", function()
       ["ProfileName=x Steps=1.5"] = "p:1: Steps: ",
       ["ProfileName=x\n\nProfileName=x"] = "p:3: ProfileName: x given twice %(first at line 1%)",
     }) do
-      local st, err = config.parse_profile_state(text, "p")
+      local st, err = states.parse_profiles(text, "p")
       assert.is_nil(st)
       assert.matches(msg, err)
     end
-    assert.are.same({}, config.parse_profile_state("# nothing yet\n", "p"))
+    assert.are.same({}, states.parse_profiles("# nothing yet\n", "p"))
   end)
 end)
 

@@ -1,5 +1,5 @@
 -- Generated-input (fuzz) specs of every parser: hostlist.expand, config.parse,
--- profile.parse_explicit, units.parse (each kind), config.parse_link_state
+-- profile.parse_explicit, units.parse (each kind), state.parse_link
 -- and json.decode; and what root runs in slurmstepd on a job owner's traffic
 -- record, report.step_end (fewer cases: each builds a record), whose record
 -- report.text must then print without a control character on every Lua.
@@ -18,6 +18,7 @@ local FIXTURES = HERE .. "/fixtures/"
 
 local hostlist = require("xsite.hostlist")
 local config = require("xsite.config")
+local states = require("xsite.state")
 local profile = require("xsite.profile")
 local units = require("xsite.units")
 local json = require("xsite.json")
@@ -551,6 +552,7 @@ end
 -- with tokens of JSON and values a field should never hold.
 
 local report = require("xsite.report")
+local safe = require("xsite.text")
 
 local TRAFFIC_TOKENS = { "-1", "1e999", "1.5", "0", "18446744073709551616", '"x"', '"\\u001b[2J"', "null", "[]",
   "{}", "[[[[[[[[[[1]]]]]]]]]]", ",", ":", "{", "}", "[", "]", '"', "\0", "\27", "\255", '"gamma":[0]',
@@ -585,8 +587,8 @@ local function check_traffic(_, rec, log)
   local ok, err = report.validate(rec)
   if not ok then return "not a valid record: " .. err end
   for _, line in ipairs(log) do
-    -- printable text is what report.printable leaves as it is
-    if report.printable(line, #line) ~= line then return "a log line with a control character: " .. line end
+    -- printable text is what xsite.text.printable leaves as it is
+    if safe.printable(line, #line) ~= line then return "a log line with a control character: " .. line end
   end
   local shown, text = pcall(report.text, rec, nil, 1.1)
   if not shown then return "report.text raised: " .. tostring(text) end
@@ -643,9 +645,9 @@ describe("fuzz (seed " .. SEED .. ", " .. CASES .. " cases per parser)", functio
     run(50, gen_json, json.decode, check_json)
   end)
 
-  it("config.parse_link_state returns a valid state or nil and a file:line message (seed " .. SEED .. ")",
+  it("state.parse_link returns a valid state or nil and a file:line message (seed " .. SEED .. ")",
     function()
-      run(40, gen_state, function(text) return config.parse_link_state(text, "fuzz.state") end, check_state)
+      run(40, gen_state, function(text) return states.parse_link(text, "fuzz.state") end, check_state)
     end)
 
   it("report.step_end takes any traffic record into a valid record that prints clean (seed " .. SEED .. ")",

@@ -70,12 +70,6 @@ describe("xsite.submit", function()
     assert.are.equal(1, submit.node_count({ min_nodes = submit.NO_VAL, num_tasks = submit.NO_VAL }, cfg))
   end)
 
-  it("replaces its own record in admin_comment and keeps the admin's text", function()
-    assert.are.equal("xsite v=1 a=1", submit.with_record(nil, "xsite v=1 a=1"))
-    assert.are.equal("keep me; xsite v=1 a=2", submit.with_record("keep me; xsite v=1 a=1", "xsite v=1 a=2"))
-    assert.are.equal("xsite v=1 a=2", submit.with_record("xsite v=1 a=1", "xsite v=1 a=2"))
-  end)
-
   it("pins a chatty job, records why and tells the user in one line", function()
     setup_conf(CONF)
     local s, j = fake_slurm(), job({ min_nodes = 2, features = "ib" })

@@ -12,7 +12,7 @@
  *
  *   traffic   libxsite's traffic record, which the job's owner can write
  *             as they like: xsite.spank.step_end (xsite.json.decode under
- *             xsite.report.TRAFFIC_JSON, the schema check, the merge into
+ *             xsite.traffic (its JSON limits, the schema check), the merge into
  *             the job's record), with records mutated byte by byte and
  *             field by field (numbers out of range, strings with control
  *             characters, deep nesting, unknown sites, wrong shapes, junk);

@@ -3,8 +3,8 @@
 
 local common = require("xsite.cli.common")
 local calibrate = require("xsite.calibrate")
-local fs = require("xsite.fs")
 local json = require("xsite.json")
+local states = require("xsite.state")
 local units = require("xsite.units")
 
 local out, err = common.out, common.err
@@ -107,8 +107,8 @@ function M.run(opts, _, io_, global)
     end
   end
   if opts["dry-run"] then return state == "up" and 0 or 1 end
-  local ok, werr = fs.write_atomic(path, calibrate.format_state(st,
-    string.format("written by xsite calibrate at %s: ping-pong %s-%s", os.date("!%Y-%m-%dT%H:%M:%SZ", st.time), a, b)))
+  local ok, werr = states.write_link(path, st,
+    string.format("written by xsite calibrate at %s: ping-pong %s-%s", os.date("!%Y-%m-%dT%H:%M:%SZ", st.time), a, b))
   if not ok then err(io_, "xsite calibrate: %s\n", werr) return 1 end
   if not opts.json then out(io_, "xsite: wrote %s\n", path) end
   return state == "up" and 0 or 1

@@ -5,6 +5,7 @@
 
 local config = require("xsite.config")
 local shell = require("xsite.shell")
+local states = require("xsite.state")
 
 local M = {}
 
@@ -79,11 +80,11 @@ end
 function M.state_files(cfg, cmd, io_)
   local link, profiles, e
   if cfg.policy.link_state_file then
-    link, e = config.load_link_state(cfg.policy.link_state_file)
+    link, e = states.load_link(cfg.policy.link_state_file)
     if e then M.err(io_, "xsite %s: %s (using the configured link)\n", cmd, e) end
   end
   if cfg.policy.profile_state_file then
-    profiles, e = config.load_profile_state(cfg.policy.profile_state_file)
+    profiles, e = states.load_profiles(cfg.policy.profile_state_file)
     if e then M.err(io_, "xsite %s: %s (using the configured profiles)\n", cmd, e) end
   end
   return link, profiles

@@ -5,6 +5,7 @@ local common = require("xsite.cli.common")
 local hostlist = require("xsite.hostlist")
 local json = require("xsite.json")
 local mapping = require("xsite.mapping")
+local traffic = require("xsite.traffic")
 local units = require("xsite.units")
 
 local out, err = common.out, common.err
@@ -31,18 +32,21 @@ ranks go to which site so that the fewest bytes cross the link.
 ]],
 }
 
--- Read the traffic matrix of a libxsite record.
+-- The traffic matrix of a libxsite record (xsite.traffic reads it; the
+-- command runs as the user, so no size cap).
 local function read_matrix(path)
-  local f, e = io.open(path, "rb")
-  if not f then return nil, e end
-  local text = f:read("*a")
+  local f, rerr = io.open(path, "rb")
+  if not f then return nil, rerr end
+  local text = f:read("*a") or ""
   f:close()
-  local rec, jerr = json.decode(text)
-  if not rec then return nil, path .. ": " .. jerr end
-  local w = type(rec) == "table" and rec.matrix
-  local n, merr = mapping.check_matrix(w)
+  local t, terr = traffic.decode(text, { max_size = false })
+  if not t then return nil, path .. ": " .. terr end
+  if t.matrix == json.null then
+    return nil, path .. ": the record has no matrix (libxsite keeps one up to XSITE_MATRIX_MAX ranks)"
+  end
+  local n, merr = mapping.check_matrix(t.matrix)
   if not n then return nil, path .. ": " .. merr end
-  return w
+  return t.matrix
 end
 
 function M.run(opts, _, io_, global)

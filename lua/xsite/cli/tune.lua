@@ -2,12 +2,12 @@
 -- @module xsite.cli.tune
 
 local common = require("xsite.cli.common")
-local config = require("xsite.config")
 local fit = require("xsite.fit")
 local fs = require("xsite.fs")
 local json = require("xsite.json")
 local profile = require("xsite.profile")
 local report = require("xsite.report")
+local states = require("xsite.state")
 
 local out, err = common.out, common.err
 
@@ -58,30 +58,6 @@ local function read_records(dir, io_)
     end
   end
   return records, bad
-end
-
--- The profile state file with the fitted line of `name` in it.
-local function write_profile_state(path, name, line)
-  local text, rerr, missing = fs.read_trusted(path)
-  local st = {}
-  if text then
-    local perr
-    st, perr = config.parse_profile_state(text, path)
-    if not st then return nil, perr .. " (not overwritten)" end
-  elseif not missing then
-    return nil, rerr
-  end
-  local lines = { "# written by xsite tune: measured Exchange and Steps of xsite.conf's profiles" }
-  local names = {}
-  for n in pairs(st) do if n ~= name then names[#names + 1] = n end end
-  table.sort(names)
-  for _, n in ipairs(names) do
-    local e = st[n]
-    lines[#lines + 1] = string.format("ProfileName=%s%s%s", n, e.exchange and string.format(" Exchange=%.0f",
-      e.exchange) or "", e.steps and string.format(" Steps=%d", e.steps) or "")
-  end
-  lines[#lines + 1] = line
-  return fs.write_atomic(path, table.concat(lines, "\n") .. "\n")
 end
 
 function M.run(opts, _, io_, global)
@@ -160,7 +136,7 @@ function M.run(opts, _, io_, global)
       err(io_, "xsite tune: --apply: no ProfileStateFile in %s\n", cfg.file)
       return 1
     end
-    local ok, werr = write_profile_state(path, name, line)
+    local ok, werr = states.set_profile(path, name, fit.per_iteration(r, prof.iterations))
     if not ok then err(io_, "xsite tune: --apply: %s\n", werr) return 1 end
     err(io_, "xsite tune: wrote %s: the policy's next decisions for %s use it\n", path, name)
   end

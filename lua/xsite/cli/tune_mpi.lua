@@ -2,10 +2,10 @@
 -- @module xsite.cli.tune_mpi
 
 local common = require("xsite.cli.common")
-local config = require("xsite.config")
 local fs = require("xsite.fs")
 local json = require("xsite.json")
 local policy = require("xsite.policy")
+local states = require("xsite.state")
 local tune = require("xsite.tune")
 local units = require("xsite.units")
 
@@ -47,7 +47,7 @@ Prints one OMPI_MCA_* setting a line.
 local function configured_link(cfg)
   local state
   if cfg.policy.link_state_file then
-    local st = config.load_link_state(cfg.policy.link_state_file)
+    local st = states.load_link(cfg.policy.link_state_file)
     if st then state = st end
   end
   local link = policy.effective_link(cfg, state)

@@ -1,0 +1,91 @@
+--- The decision's record on the job: one line of key=value words that
+-- job_submit.lua writes into the job's admin_comment, read back by the
+-- policy (a change of a pending job), `xsite report` and `xsite replay`
+-- (from accounting).  This module is the one that writes and reads it.
+--
+--     xsite v=1 action=A why=W mode=M n=N [sites=S profile=P split=a+b
+--       t_one=s t_span=s slowdown=r max=r link=state,B/s,s,config|measured]
+--       [nmin=N] [het=SITE|span] [wsites=a+b] [override=UID] [wait4switch=s]
+--       [constraint=F]
+--
+-- The words after `sites=` are there when the decision has a prediction.
+-- `constraint` is the user's own, percent-encoded, so that the record stays
+-- one line of words whatever the user wrote.  Documented in
+-- docs/admin-guide.md.
+-- @module xsite.record
+
+local M = {}
+
+--- The version this xsite writes and reads.
+M.VERSION = 1
+
+-- The record in a text: "xsite v=N" and its words up to a ';' or the end
+-- of the line (an admin_comment holds other text too).
+local FIND = "xsite v=%d+[^\n;]*"
+
+local function encode(text)
+  return (text:gsub("[^%w_%-%.&|%[%]%(%)%*,!:+]", function(c)
+    return string.format("%%%02X", c:byte())
+  end))
+end
+
+local function decode(text)
+  return (text:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+--- The record of a decision (xsite.policy.decide's table).  Built with few
+-- format calls: slurmctld runs this for every job under its locks.
+function M.format(d)
+  local head = string.format("xsite v=%d action=%s why=%s mode=%s n=%s", M.VERSION,
+    d.action, d.why, d.mode, tostring(d.nodes))
+  local tail = (d.min_nodes and d.min_nodes ~= d.nodes and " nmin=" .. d.min_nodes or "") ..
+    (d.het and " het=" .. d.het or "") ..
+    (d.nodelist_sites and " wsites=" .. d.nodelist_sites or "") ..
+    (d.override and " override=" .. d.override or "") ..
+    (d.wait4switch and " wait4switch=" .. d.wait4switch or "") ..
+    (d.constraint and " constraint=" .. encode(d.constraint) or "")
+  local e, l = d.prediction, d.link
+  if not e then return head .. tail end
+  return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..
+    " link=%s,%.6g,%.6g,%s%s", head, d.sites or "none", d.profile, e.nA, e.nB, e.t_one, e.t_span,
+    e.slowdown, d.max_slowdown, l.state, l.bandwidth, l.latency, l.source, tail)
+end
+
+--- The record in a text (an admin_comment, accounting's AdminComment) as a
+-- table of its words (values as strings; `constraint` decoded).
+-- @return table, or nil and a message (no record; one of a version this
+--   xsite does not read)
+function M.parse(text)
+  if type(text) ~= "string" then return nil, "no record" end
+  local body = text:match(FIND)
+  if not body then return nil, "no xsite record in the text" end
+  local out = {}
+  for k, v in body:gmatch("(%w+)=(%S+)") do out[k] = v end
+  if tonumber(out.v) ~= M.VERSION then
+    return nil, string.format("an xsite record of version %s; this xsite reads version %d", out.v, M.VERSION)
+  end
+  if out.constraint then out.constraint = decode(out.constraint) end
+  return out
+end
+
+--- The record's own text in a text, or nil.
+function M.find(text)
+  if type(text) ~= "string" then return nil end
+  return text:match(FIND)
+end
+
+--- Put a record into an admin_comment, replacing an earlier xsite record
+-- and keeping anything else the admin wrote there.
+function M.put(admin_comment, record)
+  if not admin_comment or admin_comment == "" then return record end
+  local kept = admin_comment:gsub("%s*xsite v=%d+[^;]*", ""):gsub("^%s*;%s*", ""):gsub("%s*;%s*$", "")
+  if kept == "" then return record end
+  return kept .. "; " .. record
+end
+
+--- A record with its `override=` word set to uid (an earlier one replaced).
+function M.with_override(text, uid)
+  return text:gsub("%s+override=%S+", "") .. " override=" .. uid
+end
+
+return M

@@ -1,0 +1,136 @@
+--- libxsite's traffic record: what crossed the link in one job step, as
+-- rank 0 writes it at MPI_Finalize (mpi-wrappers/libxsite/traffic.c,
+-- XSITE_TRAFFIC_FILE).  This module is the one that reads it: root's
+-- slurmstepd (through xsite.report, for the job's report) and `xsite map
+-- --comm-graph`.  Its writer is the job's owner, so the text is read up to a
+-- size, decoded under tight limits and checked field by field:
+--
+--     { "version": 1, "job": 42 | "42", "step": …, "ranks": N,
+--       "sites": { SITE: [ranks…], … } | null,
+--       "cross": { "bytes", "messages", "p2p_bytes", "p2p_messages",
+--                  "coll_bytes", "coll_messages" },
+--       "matrix": [[bytes rank i to rank j …] …] | null, … }
+--
+-- docs/report.md describes every field.
+-- @module xsite.traffic
+
+local json = require("xsite.json")
+local safe = require("xsite.text")
+
+local M = {}
+
+--- The version this xsite reads.
+M.VERSION = 1
+--- Default of TrafficMaxSize: the largest traffic record root reads (bytes).
+M.MAX_SIZE = 1048576
+--- How a traffic record is decoded (xsite.json.decode limits): libxsite's
+-- record nests 3 deep, its strings are site and host names, and a matrix of
+-- 1024 ranks (XSITE_MATRIX_MAX) with its per-rank entries stays within
+-- max_values.
+M.JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152 }
+--- The most ranks a traffic record may claim (MPI counts ranks in an int).
+M.MAX_RANKS = 2147483647
+
+local printable = safe.printable
+
+-- A whole number from 0 to max.
+local function is_count(v, max)
+  return type(v) == "number" and v >= 0 and v <= max and v == math.floor(v)
+end
+-- What a libxsite counter can hold: finite, from 0 to 2^64.
+local function is_counter(v) return type(v) == "number" and v >= 0 and v <= 2 ^ 64 end
+-- A field that is there: neither absent nor JSON null.
+local function present(v) return v ~= nil and v ~= json.null end
+-- A count as text, whatever Lua holds it as.
+local function whole(v)
+  return type(v) == "number" and v == v and math.abs(v) < math.huge and string.format("%.0f", v) or "?"
+end
+
+local function check(cond, field, msg)
+  if not cond then error({ traffic = field .. ": " .. msg }, 0) end
+end
+
+-- The record checked field by field (raises { traffic = message }).
+local function checked(t, opts)
+  check(type(t) == "table" and not json.is_array(t), "traffic record", "not a JSON object")
+  check(t.version == M.VERSION, "traffic record: version",
+    string.format("not %d (%s)", M.VERSION, printable(t.version, 32)))
+  local job = t.job
+  if opts.job then
+    check((type(job) == "string" and job == opts.job) or (is_count(job, 2 ^ 53) and whole(job) == opts.job),
+      "traffic record: job", string.format("%s, not this job (%s)", printable(job, 32), opts.job))
+  end
+  check(is_count(t.ranks, M.MAX_RANKS) and t.ranks >= 1, "traffic record: ranks", "not a count of ranks")
+  local ranks = t.ranks
+  local c = t.cross
+  check(type(c) == "table" and not json.is_array(c), "traffic record: cross", "missing")
+  for _, k in ipairs({ "bytes", "messages", "p2p_bytes", "p2p_messages", "coll_bytes", "coll_messages" }) do
+    check(is_counter(c[k]), "traffic record: cross." .. k, "not a count")
+  end
+  for _, k in ipairs({ "bytes", "messages" }) do
+    local sum = c["p2p_" .. k] + c["coll_" .. k]
+    check(math.abs(c[k] - sum) <= 1e-9 * sum, "traffic record: cross." .. k,
+      "not the sum of p2p_" .. k .. " and coll_" .. k)
+  end
+  local m = { ranks = ranks, cross_bytes = c.bytes, cross_messages = c.messages,
+    p2p_bytes = c.p2p_bytes, p2p_messages = c.p2p_messages, coll_bytes = c.coll_bytes,
+    coll_messages = c.coll_messages, sites = json.null, matrix = json.null }
+  if present(t.sites) then
+    check(type(t.sites) == "table" and not json.is_array(t.sites), "traffic record: sites", "not an object")
+    local known, seen, n = {}, {}, 0
+    for _, name in ipairs(opts.sites or {}) do known[name] = true end
+    for name, list in pairs(t.sites) do
+      check(not opts.sites or known[name], "traffic record: sites", string.format(
+        "'%s' is not a site of the configuration (%s)", printable(name, 64), table.concat(opts.sites or {}, ", ")))
+      check(json.is_array(list), "traffic record: sites." .. name, "not a list of ranks")
+      for _, r in ipairs(list) do
+        check(is_count(r, ranks - 1) and not seen[r], "traffic record: sites." .. name,
+          "not distinct ranks from 0 to ranks - 1")
+        seen[r] = true
+        n = n + 1
+      end
+    end
+    m.sites = t.sites
+    m.detail = n
+  end
+  if present(t.matrix) then
+    local mx = t.matrix
+    check(json.is_array(mx) and #mx == ranks, "traffic record: matrix", "not ranks x ranks")
+    for i = 1, ranks do
+      local row = mx[i]
+      check(json.is_array(row) and #row == ranks, "traffic record: matrix row " .. i, "not ranks long")
+      for j = 1, ranks do
+        check(is_counter(row[j]), "traffic record: matrix row " .. i, "not byte counts")
+      end
+    end
+    m.matrix = mx
+    m.detail = (m.detail or 0) + ranks * ranks
+  end
+  return m
+end
+
+
+--- Read a traffic record.
+-- @param text the file's text
+-- @param opts optional: `max_size` (bytes; default `M.MAX_SIZE`, false for
+--   none), `job` (the job id it must name), `sites` (the configured site
+--   names its sites must be among)
+-- @return the step's MPI part { ranks, cross_bytes, cross_messages,
+--   p2p_bytes, p2p_messages, coll_bytes, coll_messages, sites, matrix
+--   (json.null when absent), detail (numbers of per-rank detail) }, or nil
+--   and one line that says why (a user's text in it made printable)
+function M.decode(text, opts)
+  opts = opts or {}
+  local max = opts.max_size
+  if max == nil then max = M.MAX_SIZE end
+  if max and #text > max then
+    return nil, string.format("%d bytes, over TrafficMaxSize (%d bytes); not read", #text, max)
+  end
+  local t, err = json.decode(text, M.JSON)
+  if t == nil then return nil, "not JSON (" .. err .. ")" end
+  local ok, m = pcall(checked, t, opts)
+  if ok then return m end
+  return nil, type(m) == "table" and m.traffic or printable(tostring(m))
+end
+
+return M
