@@ -19,7 +19,8 @@
 #include "config.h"
 #include "lua_bridge.h"
 
-#define GLUE_KEY "xsite.spank"
+/* xsite.spank.handle, in the registry */
+#define GLUE_KEY "xsite.spank.handle"
 
 struct xsite_lua {
 	lua_State *L;
@@ -192,8 +193,20 @@ struct xsite_lua *xsite_lua_open(const char *lua_path, char **err)
 		goto fail;
 	}
 	lua_getfield(x->L, -1, "module");
+	if (!lua_istable(x->L, -1)) {
+		set_error(x, XSITE_LUA_LOAD, "cannot load the xsite Lua library from %s: xsite.spank is not a module",
+			  lua_path);
+		goto fail;
+	}
+	/* request() indexes it outside a protected call: it must be a function */
+	lua_getfield(x->L, -1, "handle");
+	if (!lua_isfunction(x->L, -1)) {
+		set_error(x, XSITE_LUA_LOAD, "cannot load the xsite Lua library from %s: xsite.spank has no handle()",
+			  lua_path);
+		goto fail;
+	}
 	lua_setfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
-	lua_pop(x->L, 1);
+	lua_pop(x->L, 2);
 	return x;
 
 fail:
@@ -218,8 +231,6 @@ static int request(struct xsite_lua *x, const char *fn, const struct field *req,
 	size_t i;
 
 	lua_getfield(x->L, LUA_REGISTRYINDEX, GLUE_KEY);
-	lua_getfield(x->L, -1, "handle");
-	lua_remove(x->L, -2);
 	lua_pushstring(x->L, fn);
 	lua_createtable(x->L, 0, (int)n);
 	for (i = 0; i < n; i++) {

@@ -321,6 +321,11 @@ static void test_bridge(void)
 			   "a module that does not parse is named with its file and line");
 			diag("message", err);
 			free(err);
+			free(write_file("lib/xsite/spank.lua", "return { handle = 42 }\n"));
+			x = xsite_lua_open(path, &err);
+			ok(x == NULL && has(err, "xsite.spank has no handle()"),
+			   "a module without the function the plugin calls is refused when it loads");
+			free(err);
 			err = NULL;
 			if (asprintf(&err, "%s/spank.lua", xdir) >= 0)
 				unlink(err);
