@@ -38,7 +38,6 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -49,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/acl.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -230,32 +230,41 @@ static char *read_fd(int fd, uid_t owner, long max, const char *what, char **err
 
 /* ---- ReportDir, the job's directory, its stamp --------------------------- */
 
-/*
- * POSIX ACL: owner and group as the mode says, plus one named user.  The
- * kernel's xattr format (linux/posix_acl_xattr.h), entries in tag order.
- */
-struct acl_entry {
-	uint16_t tag;
-	uint16_t perm;
-	uint32_t id;
-};
+/* Add an entry of tag (and qualifier uid, for ACL_USER) with rwx bits perm. */
+static int add_entry(acl_t *acl, acl_tag_t tag, const uid_t *uid, unsigned perm)
+{
+	acl_entry_t e;
+	acl_permset_t ps;
 
+	if (acl_create_entry(acl, &e) < 0 || acl_set_tag_type(e, tag) < 0 ||
+	    (uid != NULL && acl_set_qualifier(e, uid) < 0) || acl_get_permset(e, &ps) < 0 ||
+	    acl_clear_perms(ps) < 0)
+		return -1;
+	if (((perm & 4) && acl_add_perm(ps, ACL_READ) < 0) || ((perm & 2) && acl_add_perm(ps, ACL_WRITE) < 0) ||
+	    ((perm & 1) && acl_add_perm(ps, ACL_EXECUTE) < 0))
+		return -1;
+	return acl_set_permset(e, ps);
+}
+
+/* POSIX ACL on fd: owner, group and others as the mode says, plus user uid with perm. */
 static int set_user_acl(int fd, mode_t mode, uid_t uid, unsigned perm)
 {
-	struct {
-		uint32_t version;
-		struct acl_entry e[5];
-	} __attribute__((packed)) acl;
-	const uint32_t none = 0xffffffffU;
 	unsigned group = (mode >> 3) & 7;
+	acl_t acl = acl_init(5);
+	int rc = -1, e;
 
-	acl.version = htole32(2);
-	acl.e[0] = (struct acl_entry){ htole16(0x01), htole16((mode >> 6) & 7), htole32(none) };
-	acl.e[1] = (struct acl_entry){ htole16(0x02), htole16(perm), htole32((uint32_t)uid) };
-	acl.e[2] = (struct acl_entry){ htole16(0x04), htole16(group), htole32(none) };
-	acl.e[3] = (struct acl_entry){ htole16(0x10), htole16(group | perm), htole32(none) };
-	acl.e[4] = (struct acl_entry){ htole16(0x20), htole16(mode & 7), htole32(none) };
-	return fsetxattr(fd, "system.posix_acl_access", &acl, sizeof(acl), 0);
+	if (acl == NULL)
+		return -1;
+	if (add_entry(&acl, ACL_USER_OBJ, NULL, (mode >> 6) & 7) == 0 &&
+	    add_entry(&acl, ACL_USER, &uid, perm) == 0 &&
+	    add_entry(&acl, ACL_GROUP_OBJ, NULL, group) == 0 &&
+	    add_entry(&acl, ACL_MASK, NULL, group | perm) == 0 &&
+	    add_entry(&acl, ACL_OTHER, NULL, mode & 7) == 0 && acl_valid(acl) == 0)
+		rc = acl_set_fd(fd, acl);
+	e = errno;
+	acl_free(acl);
+	errno = e;
+	return rc;
 }
 
 /* Root's file or directory fd, owned by root: the group and mode, plus the ACL. */
@@ -996,6 +1005,7 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 					 ms.st_dev != js.st_dev ? "not on ReportDir's file system" : strerror(errno));
 			goto out;
 		}
+		/* the ACLs go whole (libacl has no call for a directory's default ACL by fd) */
 		if ((fremovexattr(mpi, "system.posix_acl_access") < 0 && errno != ENODATA &&
 		     errno != ENOTSUP) ||
 		    (fremovexattr(mpi, "system.posix_acl_default") < 0 && errno != ENODATA &&

@@ -30,7 +30,6 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -42,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/acl.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -456,6 +456,37 @@ static void plant_escaping_version(const char *path)
 	put(path, "{\"version\":\"\\u001b]0;owned\\u0007\\n1\",\"job\":110}", owner);
 }
 
+/* An ACL on path giving uid rwx (what a user can set on a directory of theirs). */
+static int acl_for(const char *path, uid_t uid)
+{
+	char text[64];
+	acl_t acl;
+	int rc;
+
+	snprintf(text, sizeof(text), "u::rwx,u:%u:rwx,g::---,m::rwx,o::---", (unsigned)uid);
+	acl = acl_from_text(text);
+	if (acl == NULL)
+		return -1;
+	rc = acl_set_file(path, ACL_TYPE_ACCESS, acl);
+	acl_free(acl);
+	return rc;
+}
+
+/* Whether uid can read path (0 yes, 1 no, else the child failed). */
+static int user_reads(uid_t uid, const char *path)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(2);
+		_exit(open(path, O_RDONLY) < 0 ? 1 : 0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static void test_traffic(void)
 {
 	char *err = NULL, *text;
@@ -468,6 +499,13 @@ static void test_traffic(void)
 	   "a valid traffic record goes into the record and is removed");
 	free(text);
 	free(err);
+	put(path_of("acl-probe"), "", 0);
+	if (acl_for(path_of("acl-probe"), OTHER) == 0)
+		ok(user_reads(owner, path_of("reports/101/report.json")) == 0 &&
+		   user_reads(OTHER, path_of("reports/101/report.json")) == 1,
+		   "the record is readable by the job's owner (a POSIX ACL of root's file), not by another user");
+	else
+		printf("ok %d # SKIP no POSIX ACLs on %s\n", ++test_no, tmpdir);
 
 	secret_path = path_of("root-only");
 	put(secret_path, traffic_json(102), 0);
@@ -614,22 +652,6 @@ static int user_creates(uid_t uid, const char *dir)
 	}
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* An ACL on fd giving uid rwx (what a user can set on a directory of theirs). */
-static int acl_for(const char *path, uid_t uid)
-{
-	struct {
-		uint32_t version;
-		struct { uint16_t tag, perm; uint32_t id; } __attribute__((packed)) e[5];
-	} __attribute__((packed)) acl = { htole32(2), {
-		{ htole16(0x01), htole16(7), 0xffffffffU },
-		{ htole16(0x02), htole16(7), htole32(uid) },
-		{ htole16(0x04), htole16(0), 0xffffffffU },
-		{ htole16(0x10), htole16(7), 0xffffffffU },
-		{ htole16(0x20), htole16(0), 0xffffffffU } } };
-
-	return setxattr(path, "system.posix_acl_access", &acl, sizeof(acl), 0);
 }
 
 static void test_reuse(void)
