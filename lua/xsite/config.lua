@@ -198,7 +198,8 @@ local function strip_comment(line)
 end
 
 --- Split the text into logical lines: comments removed, continuations joined.
--- @return array of { line = first physical line number, text = joined text }
+-- @return array of { line = first physical line number, last = the last
+--   one, text = joined text }
 local function logical_lines(text)
   local out, pending, start = {}, nil, nil
   local n = 0
@@ -214,11 +215,11 @@ local function logical_lines(text)
       pending, start = body, n
     end
     if not cont then
-      out[#out + 1] = { line = start, text = pending }
+      out[#out + 1] = { line = start, last = n, text = pending }
       pending = nil
     end
   end
-  if pending then out[#out + 1] = { line = start, text = pending } end
+  if pending then out[#out + 1] = { line = start, last = n, text = pending } end
   return out
 end
 
@@ -545,6 +546,69 @@ function M.cache(filename, interval, clock, opts)
     return good, perr, true
   end
   return self
+end
+
+--- A configuration's text with keys of the global (policy) lines set:
+-- each key given is taken out of the line that sets it (the other keys of
+-- that line stay; its comments go) and written on a line of its own at the
+-- end.  What deployments and the testbed use to point a configuration at
+-- their own files (e.g. LinkStateFile, ReportDir) through the one parser.
+-- @param text the configuration's text (it must be valid)
+-- @param filename its name, for messages
+-- @param settings array of { key, value } (keys of the global lines)
+-- @return the new text, or nil and the messages (file:line, or the key)
+function M.set_global(text, filename, settings)
+  local cfg, err = M.parse(text, filename)
+  if not cfg then return nil, err end
+  local set = {}
+  for _, kv in ipairs(settings) do
+    local e = KEYS.global[kv[1]:lower()]
+    if not e then return nil, string.format("%s: not a key of xsite.conf's global lines", kv[1]) end
+    local v, verr = e[3](kv[2])
+    if v == nil then return nil, e[1] .. ": " .. verr end
+    if kv[2]:find('[%s"#]') then return nil, e[1] .. ": a value with a blank, '\"' or '#' cannot be written" end
+    set[e[1]:lower()] = e[1] .. "=" .. kv[2]
+  end
+  local physical = {}
+  for raw in (text .. "\n"):gmatch("([^\n]*)\n") do physical[#physical + 1] = raw end
+  if physical[#physical] == "" then physical[#physical] = nil end
+  local replace = {}  -- first physical line -> the logical line without the keys set
+  for _, l in ipairs(logical_lines(text)) do
+    local kv = assert(tokenize(l.text))
+    if #kv > 0 and not RECORD_KIND[kv[1][1]:lower()] then
+      local kept, hit = {}, false
+      for _, pair in ipairs(kv) do
+        if set[pair[1]:lower()] then
+          hit = true
+        else
+          kept[#kept + 1] = pair[1] .. "=" .. (pair[2]:find('[%s#]') and '"' .. pair[2] .. '"' or pair[2])
+        end
+      end
+      if hit then replace[l.line] = { last = l.last, text = table.concat(kept, " ") } end
+    end
+  end
+  local out, i = {}, 1
+  while i <= #physical do
+    local r = replace[i]
+    if r then
+      if r.text ~= "" then out[#out + 1] = r.text end
+      i = r.last + 1
+    else
+      out[#out + 1] = physical[i]
+      i = i + 1
+    end
+  end
+  for _, kv in ipairs(settings) do
+    local line = set[kv[1]:lower()]
+    if line then
+      out[#out + 1] = line
+      set[kv[1]:lower()] = nil
+    end
+  end
+  local new = table.concat(out, "\n") .. "\n"
+  local ok, nerr = M.parse(new, filename)
+  if not ok then return nil, nerr end
+  return new
 end
 
 --- The syntax of xsite.conf for the other files written in it (the state

@@ -260,9 +260,9 @@ with_link_state() {
 
 @test "check --json gives the sites, link and profiles of a valid file, and every error of a broken one" {
   run -0 xsite check --json "$REPO/site-configs/testbed.conf"
-  run -0 jq -r '[.valid, .sites[0].name, .sites[0].nodes, .sites[1].name, .link.latency, (.errors | length)] | @tsv' \
-    <<<"$output"
-  assert_output "$(printf 'true\talpha\t2\tbeta\t0.001\t0')"
+  run -0 jq -r '[.valid, .sites[0].name, (.sites[0].nodes | join(",")), .sites[0].cores, .sites[1].name,
+    .link.latency, (.errors | length)] | @tsv' <<<"$output"
+  assert_output "$(printf 'true\talpha\talpha1,alpha2\t2\tbeta\t0.001\t0')"
   run -1 xsite check --json "$FIX/errors.conf"
   run -0 jq -r '.valid, (.errors | length), .errors[0]' <<<"$output"
   assert_line --index 0 false
@@ -289,6 +289,28 @@ with_link_state() {
   assert_output --partial "$f: the record has no matrix"
   printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]]}\n' "$cross" >"$f"
   run -0 "${map[@]}" --format json
+}
+
+@test "config --set takes each key out of its line and writes it at the end; the result is checked" {
+  local f=$BATS_TEST_TMPDIR/x.conf
+  sed -e '/^Mode=/d' -e 's|^LinkStateFile=.*|Mode=enforce LinkStateFile=/old/link.state  # measured|' \
+    "$REPO/site-configs/testbed.conf" >"$f"
+  printf 'ReportDir=/old/reports \\\n' >>"$f"
+  run -0 --separate-stderr xsite config "$f" --set LinkStateFile=/new/link.state --set reportdir=/new/reports
+  refute_output --partial /old/
+  assert_line "Mode=enforce"
+  assert_equal "${lines[-2]}" "LinkStateFile=/new/link.state"
+  assert_equal "${lines[-1]}" "ReportDir=/new/reports"
+  printf '%s\n' "$output" >"$f.new"
+  run -0 xsite check "$f.new"
+  run -1 xsite config "$f" --set Colour=red
+  assert_output "xsite config: Colour: not a key of xsite.conf's global lines"
+  run -1 xsite config "$f" --set MaxSlowdown=0.5
+  assert_output --partial "xsite config: MaxSlowdown: '0.5' must be at least 1.0"
+  run -2 xsite config "$f"
+  assert_output "xsite config: --set KEY=VALUE is required"
+  run -1 xsite config "$FIX/errors.conf" --set Mode=off
+  assert_line --index 0 --partial "errors.conf:3: NetLatency:"
 }
 
 @test "check reports an error in a continued line at the line where it starts" {

@@ -19,7 +19,8 @@ Validate a configuration (default: the one --config or the environment names).
 Exit 0 when it is valid, 1 with every error as `file:line: Key: message`.
 
   --json  the result as JSON: file, valid, errors, and for a valid file its
-          sites, link, profiles, Mode and MaxSlowdown
+          sites (name, feature, cores a node, nodes), link, profiles, Mode
+          and MaxSlowdown
 ]],
 }
 
@@ -31,7 +32,9 @@ function M.run(opts, pos, io_, global)
     if cfg then
       doc.sites = json.array({})
       for i, s in ipairs(cfg.sites) do
-        doc.sites[i] = { name = s.name, feature = s.feature, nodes = #s.nodes }
+        local nodes = json.array({})
+        for j, n in ipairs(s.nodes) do nodes[j] = n end
+        doc.sites[i] = { name = s.name, feature = s.feature, cores = s.cores, nodes = nodes }
       end
       doc.link = { bandwidth = cfg.link.bandwidth, latency = cfg.link.latency, channels = cfg.link.channels }
       doc.profiles = json.array({})

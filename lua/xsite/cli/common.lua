@@ -16,7 +16,8 @@ function M.out(io_, ...) io_.stdout:write(string.format(...)) end
 function M.err(io_, ...) io_.stderr:write(string.format(...)) end
 
 --- Parse a command line: `spec` maps option names to true (takes a value:
--- `--name VALUE` or `--name=VALUE`) or false (a flag).  `-h`/`--help` is
+-- `--name VALUE` or `--name=VALUE`), "list" (takes a value, and may be
+-- given again: the values in order) or false (a flag).  `-h`/`--help` is
 -- always known.  The other words are positional arguments.
 -- @return opts, positional arguments; or nil and a message naming the option
 function M.parse(args, spec)
@@ -36,7 +37,12 @@ function M.parse(args, spec)
           value = args[i]
           if value == nil then return nil, "--" .. name .. " needs a value" end
         end
-        opts[name] = value
+        if spec[name] == "list" then
+          opts[name] = opts[name] or {}
+          table.insert(opts[name], value)
+        else
+          opts[name] = value
+        end
       else
         if value ~= nil then return nil, "--" .. name .. " takes no value" end
         opts[name] = true
