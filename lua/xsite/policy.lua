@@ -20,8 +20,8 @@ local M = {}
 local WHY = {
   off = "xsite policy is off",
   ["one-node"] = "a one-node job is always at one site",
-  within = "spanning would be %s slower than one site (within the limit %s)",
-  slowdown = "spanning would be %s slower than one site (limit %s)",
+  within = "spanning would be %.2fx slower than one site (within the limit %.2fx)",
+  slowdown = "spanning would be %.2fx slower than one site (limit %.2fx)",
   ["user-site"] = "you asked for site %s",
   ["user-pin"] = "you asked for one site",
   ["user-span"] = "you asked to span both sites",
@@ -32,6 +32,14 @@ local WHY = {
   ["link-down"] = "the link between the sites is down",
   oversize = "no single site has %d nodes",
 }
+
+--- The longest --site-affinity or --comm-profile value the policy reads
+-- (a site's name or an explicit profile is far shorter): a longer one is
+-- refused before it is parsed, kept in a cache or quoted in a message.
+M.MAX_FLAG = 256
+
+-- The flags whose values the policy reads as text: request field, flag.
+local FLAG_VALUES = { { "affinity", "--site-affinity" }, { "profile", "--comm-profile" } }
 
 local function ratio(x)
   return string.format("%.2fx", x)
@@ -173,6 +181,13 @@ function M.decide(req)
 
   local affinity = req.affinity
   if affinity == nil or affinity == "" then affinity = pol.default_affinity end
+  for _, f in ipairs(FLAG_VALUES) do
+    local v = req[f[1]]
+    if type(v) == "string" and #v > M.MAX_FLAG then
+      return finish("reject", "bad-request", string.format("%s: %d characters, more than the %d it may have",
+        f[2], #v, M.MAX_FLAG))
+    end
+  end
   local ok, aerr = M.check_affinity(cfg, affinity)
   if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
   local target = cfg.site_by_name[affinity]
@@ -234,7 +249,7 @@ function M.decide(req)
   local ev = model.evaluate_cached(cfg, prof, most, link)
   d.prediction = ev
   local function slow_text()
-    return string.format(WHY.slowdown, ratio(ev.slowdown), ratio(pol.max_slowdown))
+    return string.format(WHY.slowdown, ev.slowdown, pol.max_slowdown)
   end
 
   -- Keep the job at the sites of `allowed` (one of them), adding to the
@@ -430,7 +445,7 @@ function M.decide(req)
       d.req_switch = 1
       d.wait4switch = wait
     end
-    return finish("span", "within", string.format(WHY.within, ratio(ev.slowdown), ratio(pol.max_slowdown)))
+    return finish("span", "within", string.format(WHY.within, ev.slowdown, pol.max_slowdown))
   elseif #fitting > 0 then
     return pin("slowdown", slow_text())
   end

@@ -93,6 +93,11 @@ local function tuned_profile(p, entry)
   return t
 end
 
+--- How many explicit profile texts are kept parsed now (for tests).
+function M.explicit_cached()
+  return explicit_cache_size
+end
+
 --- Resolve a `--comm-profile` value against a configuration.
 -- @param spec the value, or nil for the configuration's DefaultProfile
 -- @param cfg a configuration from xsite.config

@@ -36,8 +36,8 @@ end
 --- The record of a decision (xsite.policy.decide's table).  Built with few
 -- format calls: slurmctld runs this for every job under its locks.
 function M.format(d)
-  local head = string.format("xsite v=%d action=%s why=%s mode=%s n=%s", M.VERSION,
-    d.action, d.why, d.mode, tostring(d.nodes))
+  local head = "xsite v=" .. M.VERSION .. " action=" .. d.action .. " why=" .. d.why .. " mode=" .. d.mode ..
+    " n=" .. tostring(d.nodes)
   local tail = (d.min_nodes and d.min_nodes ~= d.nodes and " nmin=" .. d.min_nodes or "") ..
     (d.het and " het=" .. d.het or "") ..
     (d.nodelist_sites and " wsites=" .. d.nodelist_sites or "") ..

@@ -290,6 +290,17 @@ local function decide(job_desc, slurm, flags, extra)
   return slurm.SUCCESS
 end
 
+-- job_submit's work, under its pcall (no closure a job).
+local function submit_job(job_desc, slurm, submit_uid)
+  local offset = job_desc.het_job_offset
+  return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
+    features = job_desc.features,
+    req_nodes = job_desc.req_nodes,
+    het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
+    override = M.privileged(submit_uid) and submit_uid or nil,
+  })
+end
+
 --- slurm_job_submit: decide and apply.  Never raises.
 -- @param job_desc Slurm's job description
 -- @param slurm Slurm's `slurm` table (log_user, log_info, log_error, SUCCESS, ERROR)
@@ -298,15 +309,7 @@ end
 -- @return a Slurm return code
 function M.job_submit(job_desc, slurm, submit_uid)
   if not state.conf then M.setup(config.locate()) end
-  local ok, rc = pcall(function()
-    local offset = job_desc.het_job_offset
-    return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
-      features = job_desc.features,
-      req_nodes = job_desc.req_nodes,
-      het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
-      override = M.privileged(submit_uid) and submit_uid or nil,
-    })
-  end)
+  local ok, rc = pcall(submit_job, job_desc, slurm, submit_uid)
   if not ok then
     slurm.log_error("xsite: internal error, job accepted unchanged: %s", tostring(rc))
     return slurm.SUCCESS

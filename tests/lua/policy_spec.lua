@@ -114,6 +114,22 @@ describe("xsite.policy with the user's own choice", function()
     assert.matches("%-%-site%-affinity: unknown site 'mars' %(valid: auto, pin, span, a, b%)", d.message)
   end)
 
+  it("refuses a flag value longer than MAX_FLAG before reading it, in a short message", function()
+    local cached = require("xsite.profile").explicit_cached()
+    for _, req in ipairs({ { affinity = string.rep("a", 1000000) },
+        { profile = "op=1e12,b=1GB,x=1MB," .. string.rep(" ", 1000000) } }) do
+      req.nodes = 2
+      local d = decide(req)
+      assert.are.equal("reject", d.action)
+      assert.are.equal("bad-request", d.why)
+      assert.matches("^xsite: job rejected: %-%-[a-z%-]+: 10000%d%d characters, more than the 256 it may have$",
+        d.message)
+    end
+    assert.are.equal(cached, require("xsite.profile").explicit_cached())
+    assert.are.equal("reject", decide({ nodes = 2, profile = string.rep("x", 257) }).action)
+    assert.are_not.equal("bad-request", decide({ nodes = 2, affinity = "a" .. string.rep(" ", 0) }).why)
+  end)
+
   it("pins to either site with --site-affinity=pin, even when spanning would be cheap", function()
     local d = decide({ nodes = 3, affinity = "pin", profile = "quiet" })
     assert.are.equal("pin", d.action)
