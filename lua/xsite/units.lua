@@ -101,6 +101,17 @@ function M.parse(text, kind, opts)
   if type(text) ~= "string" or text == "" then
     return nil, "empty value"
   end
+  -- The usual form, "12MB", "1.5G", "1e12", in one match; anything else
+  -- (and every error) takes the general path below, which gives the same
+  -- value for what this one takes.
+  local num, u = text:match("^(%d+%.?%d*[eE]?%d*)(%a*)$")
+  if num and (u ~= "" or k.bare) then
+    local factor, n = k.factors[u], tonumber(num)
+    if factor and n then
+      local v = n * 1.0 * factor
+      if v > 0 and v < math.huge then return v end
+    end
+  end
   local value, unit = split_number(text)
   if not value then
     return nil, string.format("'%s' is not a number with a unit (%s)", text, k.units)

@@ -338,3 +338,37 @@ describe("xsite.units formatting", function()
     end
   end)
 end)
+
+describe("xsite.units.parse's two paths", function()
+  -- "12MB" takes the one-match path, "12 MB" (a blank before the unit) the
+  -- general one: both must give the same value, or the same refusal.
+  it("give the same value for every number form and unit of every kind", function()
+    local numbers = { "0", "1", "7", "12", "0.5", "1.", "3.25", "1e3", "2E2", "1e0", "10e12", "007" }
+    local unit_sets = {
+      count = { "", "k", "K", "M", "G", "T", "P", "E" },
+      bytes = { "", "B", "kB", "MB", "GB", "KiB", "MiB", "GiB", "TiB" },
+      time = { "", "s", "ms", "us", "ns" },
+      flops = { "F", "GF", "TF", "MF" },
+      bandwidth = { "B/s", "MB/s", "Gb/s" },
+      number = { "" },
+    }
+    local n = 0
+    for kind, list in pairs(unit_sets) do
+      for _, num in ipairs(numbers) do
+        for _, u in ipairs(list) do
+          for _, opts in ipairs({ {}, { zero = true } }) do
+            local fast, ferr = units.parse(num .. u, kind, opts)
+            local slow, serr = units.parse(num .. (u ~= "" and " " .. u or ""), kind, opts)
+            assert.are.equal(slow == nil, fast == nil, num .. u .. " " .. kind .. ": " .. tostring(ferr or serr))
+            if fast then
+              assert.are.equal(math.type and math.type(slow) or "float", math.type and math.type(fast) or "float")
+              assert.is_true(fast == slow, string.format("%s %s: %.17g ~= %.17g", num .. u, kind, fast, slow))
+            end
+            n = n + 1
+          end
+        end
+      end
+    end
+    assert.is_true(n > 700)
+  end)
+end)
