@@ -198,7 +198,7 @@ struct xsite_lua *xsite_lua_open(const char *lua_path, char **err)
 			  lua_path);
 		goto fail;
 	}
-	/* request() indexes it outside a protected call: it must be a function */
+	/* every call goes through handle(): a library without it fails here, once */
 	lua_getfield(x->L, -1, "handle");
 	if (!lua_isfunction(x->L, -1)) {
 		set_error(x, XSITE_LUA_LOAD, "cannot load the xsite Lua library from %s: xsite.spank has no handle()",
