@@ -37,7 +37,7 @@ local function median(t)
 end
 M.median = median
 
-local function present(v) return v ~= nil and v ~= json.null end
+local present = json.present
 
 --- The observations of one profile in a set of records.
 -- @param records array of records (xsite.report)

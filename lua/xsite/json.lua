@@ -11,6 +11,9 @@ local ARRAY = setmetatable({}, { __mode = "k" })
 --- A value that encodes as `null` where a table field must not be absent.
 M.null = setmetatable({}, { __tostring = function() return "null" end })
 
+--- Whether a decoded field is there: neither absent nor `null`.
+function M.present(v) return v ~= nil and v ~= M.null end
+
 --- Mark a table as an array (so that an empty one encodes as `[]`).
 function M.array(t)
   ARRAY[t] = true

@@ -73,14 +73,11 @@ M.MAX_DETAIL = 1048576
 
 local function is_num(v) return type(v) == "number" and v == v and v >= 0 and v < math.huge end
 -- A field that is there: neither absent nor JSON null.
-local function present(v) return v ~= nil and v ~= json.null end
+local present = json.present
 
 local printable = safe.printable
 
--- A count for people: a whole number, whatever Lua holds it as.
-local function whole(v)
-  return type(v) == "number" and v == v and math.abs(v) < math.huge and string.format("%.0f", v) or "?"
-end
+local whole = safe.whole
 
 -- Nodes of a host list per site of the configuration.
 -- @return { total, split = { nA, nB }, outside }, or nil and a message

@@ -6,6 +6,12 @@ local json = require("xsite.json")
 
 local M = {}
 
+--- A count as text for people: a whole number whatever Lua holds it as
+-- (an integer or a float), "?" for anything else.
+function M.whole(v)
+  return type(v) == "number" and v == v and math.abs(v) < math.huge and string.format("%.0f", v) or "?"
+end
+
 --- The longest text of a user's taken into a note or a log line.
 M.NOTE_MAX = 120
 

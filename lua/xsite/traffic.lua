@@ -39,12 +39,7 @@ local function is_count(v, max)
 end
 -- What a libxsite counter can hold: finite, from 0 to 2^64.
 local function is_counter(v) return type(v) == "number" and v >= 0 and v <= 2 ^ 64 end
--- A field that is there: neither absent nor JSON null.
-local function present(v) return v ~= nil and v ~= json.null end
--- A count as text, whatever Lua holds it as.
-local function whole(v)
-  return type(v) == "number" and v == v and math.abs(v) < math.huge and string.format("%.0f", v) or "?"
-end
+local present, whole = json.present, safe.whole
 
 local function check(cond, field, msg)
   if not cond then error({ traffic = field .. ": " .. msg }, 0) end
