@@ -72,6 +72,13 @@ function handlers.check_profile(req)
   return {}
 end
 
+-- The measured link of LinkStateFile: nil without one, and nil and a
+-- message for one that cannot be used.
+local function link_state()
+  if not cfg.policy.link_state_file then return nil end
+  return states.load_link(cfg.policy.link_state_file)
+end
+
 local function number(v)
   return (string.format("%.3f", v):gsub("%.?0+$", ""))
 end
@@ -106,15 +113,8 @@ function handlers.task_env(req)
   end
   env.sites = table.concat(parts, ",")
   env.spanning = #parts > 1 and "1" or "0"
-  local state
-  if cfg.policy.link_state_file then
-    local st, serr = states.load_link(cfg.policy.link_state_file)
-    if st then
-      state = st
-    elseif serr then
-      warn[#warn + 1] = serr .. "; using the configured link"
-    end
-  end
+  local state, serr = link_state()
+  if serr then warn[#warn + 1] = serr .. "; using the configured link" end
   local link = policy.effective_link(cfg, state)
   env.latency_us = number(link.latency * 1e6)
   env.bandwidth_mbps = number(link.bandwidth * link.channels / 1e6)
@@ -138,9 +138,7 @@ function handlers.tune_env(req)
   if type(jobid) ~= "string" or not (jobid:match("^%d+$") or jobid:match("^%d+%.%w+$")) then
     return fail("invalid", "tune_mpi: '" .. tostring(jobid) .. "' is not a job id")
   end
-  local state
-  if cfg.policy.link_state_file then state = states.load_link(cfg.policy.link_state_file) end
-  local link = policy.effective_link(cfg, state)
+  local link = policy.effective_link(cfg, (link_state()))
   if link.state == "down" then return fail("unavailable", "tune_mpi: the link is down; no MPI tuning") end
   local p, err = tune.plan({ bandwidth = link.bandwidth * link.channels, latency = link.latency },
     { local_bandwidth = math.min(cfg.sites[1].net_bw, cfg.sites[2].net_bw) })
@@ -160,11 +158,6 @@ function handlers.report_settings()
     retention = string.format("%.0f", cfg.policy.report_retention) }
 end
 
-local function link_state()
-  if not cfg.policy.link_state_file then return nil end
-  return (states.load_link(cfg.policy.link_state_file))
-end
-
 local function profile_state()
   if not cfg.policy.profile_state_file then return nil end
   return (states.load_profiles(cfg.policy.profile_state_file))
@@ -179,7 +172,7 @@ function handlers.step_start(req)
   if not cfg then return fail("config", "no configuration loaded") end
   local rec = report.step_start(cfg, { job = req.job, step = req.step, user = req.user, uid = req.uid,
     job_nodes = req.job_nodes, step_nodes = req.step_nodes, profile = given(req.profile),
-    start = tonumber(req.start) }, link_state(), profile_state())
+    start = tonumber(req.start) }, (link_state()), profile_state())
   return { record = json.encode(rec) }
 end
 
