@@ -2,6 +2,7 @@
 -- @module xsite.cli.calibrate
 
 local common = require("xsite.cli.common")
+local shell = require("xsite.shell")
 local calibrate = require("xsite.calibrate")
 local json = require("xsite.json")
 local states = require("xsite.state")
@@ -43,7 +44,7 @@ xsite.conf), which the policy and the SPANK plugin use from then on.
 local function run_pingpong(a, b, pingpong, size, iters, timeout)
   -- across the link on purpose: the policy lets root span even a link it
   -- holds down (the environment twin of --site-affinity=span)
-  local output = common.run({ "srun", "-N2", "-n2", "-w", a .. "," .. b, "--mpi=pmix", pingpong,
+  local output = shell.run({ "srun", "-N2", "-n2", "-w", a .. "," .. b, "--mpi=pmix", pingpong,
     "-s", size, "-n", iters, "-w", math.ceil(iters / 10), "-t", timeout }, { env = { XSITE_SITE_AFFINITY = "span" } })
   return calibrate.parse_pingpong(output)
 end

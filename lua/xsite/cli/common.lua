@@ -1,10 +1,10 @@
 --- What the subcommands of `xsite` share: the one option parser, output,
--- the configuration and its state files, and running Slurm's commands.
+-- and the configuration and its state files (other programs run through
+-- xsite.shell).
 -- A subcommand is a module xsite.cli.<name> (see xsite.cli).
 -- @module xsite.cli.common
 
 local config = require("xsite.config")
-local shell = require("xsite.shell")
 local states = require("xsite.state")
 
 local M = {}
@@ -95,10 +95,5 @@ function M.state_files(cfg, cmd, io_)
   end
   return link, profiles
 end
-
---- Run one of Slurm's commands (or another program) and read its output:
--- xsite.shell.run, with stderr kept unless `opts.stderr` says "drop".
--- @return output, true when it exited 0, exit status
-M.run = shell.run
 
 return M

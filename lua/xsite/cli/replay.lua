@@ -2,6 +2,7 @@
 -- @module xsite.cli.replay
 
 local common = require("xsite.cli.common")
+local shell = require("xsite.shell")
 local config = require("xsite.config")
 local hostlist = require("xsite.hostlist")
 local json = require("xsite.json")
@@ -60,9 +61,9 @@ function M.run(opts, _, io_, global)
     if not text then err(io_, "xsite replay: --sacct-file: %s\n", e) return 1 end
   else
     -- the field names of this Slurm (Reserved became Planned in 23.11)
-    local helpformat = common.run({ "sacct", "--helpformat" }, { stderr = "drop" })
+    local helpformat = shell.run({ "sacct", "--helpformat" }, { stderr = "drop" })
     local ok
-    text, ok = common.run({ "sacct", "-a", "-X", "-n", "-P", "--delimiter=" .. replay.DELIMITER,
+    text, ok = shell.run({ "sacct", "-a", "-X", "-n", "-P", "--delimiter=" .. replay.DELIMITER,
       "--state=" .. replay.STATES, "--starttime=" .. since, "--endtime=now",
       "--format=" .. table.concat(replay.sacct_fields(helpformat), ",") })
     -- sacct says why it failed in a line without the field delimiter

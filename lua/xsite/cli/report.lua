@@ -2,6 +2,7 @@
 -- @module xsite.cli.report
 
 local common = require("xsite.cli.common")
+local shell = require("xsite.shell")
 local fs = require("xsite.fs")
 local report = require("xsite.report")
 
@@ -31,7 +32,7 @@ can read the records of their own jobs, an administrator all of them.
 
 -- What accounting (sacct), else slurmctld (scontrol), says of a job; nil when neither knows it.
 local function job_accounting(id)
-  local function run(argv) return (common.run(argv, { stderr = "drop" })) end
+  local function run(argv) return (shell.run(argv, { stderr = "drop" })) end
   local a = report.parse_accounting(run({ "sacct", "-j", id, "-X", "-n", "-P", "--delimiter=\t",
     "--format=" .. table.concat(report.SACCT_FIELDS, ",") }), "sacct")
   if a and a.record then return a end

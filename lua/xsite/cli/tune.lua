@@ -2,6 +2,7 @@
 -- @module xsite.cli.tune
 
 local common = require("xsite.cli.common")
+local shell = require("xsite.shell")
 local fit = require("xsite.fit")
 local fs = require("xsite.fs")
 local json = require("xsite.json")
@@ -40,7 +41,7 @@ profile line.
 
 -- Every readable record under dir; the unreadable and broken ones are named on stderr.
 local function read_records(dir, io_)
-  local found = common.run({ "find", dir, "-mindepth", "2", "-maxdepth", "2", "-name", report.FILE },
+  local found = shell.run({ "find", dir, "-mindepth", "2", "-maxdepth", "2", "-name", report.FILE },
     { stderr = "drop" })
   local paths = {}
   for path in found:gmatch("[^\n]+") do paths[#paths + 1] = path end
