@@ -472,8 +472,11 @@ static int acl_for(const char *path, uid_t uid)
 	return rc;
 }
 
-/* Whether uid can read path (0 yes, 1 no, else the child failed). */
-static int user_reads(uid_t uid, const char *path)
+/*
+ * Whether uid can open path with flags (and mode, for O_CREAT), in a child
+ * with uid's ids: 0 yes, 1 no, else the child failed.
+ */
+static int user_opens(uid_t uid, const char *path, int flags, mode_t mode)
 {
 	pid_t pid = fork();
 	int status = 0;
@@ -481,10 +484,25 @@ static int user_reads(uid_t uid, const char *path)
 	if (pid == 0) {
 		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
 			_exit(2);
-		_exit(open(path, O_RDONLY) < 0 ? 1 : 0);
+		_exit(open(path, flags, mode) < 0 ? 1 : 0);
 	}
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Whether uid can read path (as user_opens). */
+static int user_reads(uid_t uid, const char *path)
+{
+	return user_opens(uid, path, O_RDONLY, 0);
+}
+
+/* Whether uid can create a file in dir (as user_opens). */
+static int user_creates(uid_t uid, const char *dir)
+{
+	char p[1200];
+
+	snprintf(p, sizeof(p), "%s/planted", dir);
+	return user_opens(uid, p, O_WRONLY | O_CREAT | O_EXCL, 0600);
 }
 
 static void test_traffic(void)
@@ -634,24 +652,6 @@ static int stale_count(uint32_t job)
 	if (d != NULL)
 		closedir(d);
 	return n;
-}
-
-/* As uid, in a child: create a file in dir; 0 when it could. */
-static int user_creates(uid_t uid, const char *dir)
-{
-	pid_t pid = fork();
-	int status = 0;
-
-	if (pid == 0) {
-		char p[1200];
-
-		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-			_exit(2);
-		snprintf(p, sizeof(p), "%s/planted", dir);
-		_exit(open(p, O_WRONLY | O_CREAT | O_EXCL, 0600) < 0 ? 1 : 0);
-	}
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 static void test_reuse(void)
