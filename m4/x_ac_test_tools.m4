@@ -2,12 +2,12 @@
 #  X_AC_TEST_TOOLS
 #
 #  Find the tools "make check" runs: busted (and the Lua interpreters it works
-#  under), bats, luacheck, shellcheck, mandoc.  None is required to build; a
+#  under), bats, luacheck, shellcheck, mandoc, clang-tidy.  None is required to build; a
 #  test whose tool is missing is reported as SKIP with the reason.
 #
 #  Call after X_AC_LUA.  Substitutes BASH, BUSTED, BUSTED_LUAS (the
 #  interpreters busted runs under, space separated), BATS, BATS_LIB_PATH,
-#  LUACHECK, SHELLCHECK, MANDOC, FLOCK.
+#  LUACHECK, SHELLCHECK, MANDOC, CLANG_TIDY, FLOCK.
 ##*****************************************************************************
 
 AC_DEFUN([X_AC_TEST_TOOLS], [
@@ -17,6 +17,7 @@ AC_DEFUN([X_AC_TEST_TOOLS], [
   AC_PATH_PROG([LUACHECK], [luacheck])
   AC_PATH_PROG([SHELLCHECK], [shellcheck])
   AC_PATH_PROG([MANDOC], [mandoc])
+  AC_PATH_PROG([CLANG_TIDY], [clang-tidy])
   AC_PATH_PROG([FLOCK], [flock])
 
   BUSTED_LUAS=

@@ -69,12 +69,17 @@ int main(int argc, char **argv)
 		if (rank == 0)
 			fprintf(stderr, "pingpong: needs 2 ranks, has %d\n", nranks);
 		MPI_Abort(MPI_COMM_WORLD, 2);
+		return 2; /* not reached; MPI_Abort is not declared noreturn */
 	}
 	MPI_Get_processor_name(name, &len);
 	buf = calloc(1, (size_t)size);
 	t = calloc((size_t)iters, sizeof(double));
-	if (!buf || !t)
+	if (!buf || !t) {
 		MPI_Abort(MPI_COMM_WORLD, 2);
+		free(buf); /* not reached; MPI_Abort is not declared noreturn */
+		free(t);
+		return 2;
+	}
 
 	if (rank == 0)
 		MPI_Recv(peer, sizeof(peer), MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

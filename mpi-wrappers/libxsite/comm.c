@@ -56,10 +56,11 @@ static void comm_free(struct xs_comm *c)
 {
 	if (xs_mt)
 		pthread_mutex_lock(&lock);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
+	/* the head (live) is the one without a prev */
+	if (c == live)
 		live = c->next;
+	else
+		c->prev->next = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	if (xs_mt)
@@ -240,6 +241,7 @@ int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
 	uint64_t h = *mysite ? xs_hash(mysite) : 0, hashes[XS_MAX_SITES], *all;
 	int reps[XS_MAX_SITES], size, rank, r, j, m = 0, flags = 0, rc, ok;
 
+	*nsites = 0; /* set on the error returns too */
 	PMPI_Comm_size(comm, &size);
 	PMPI_Comm_rank(comm, &rank);
 	if (max_sites > XS_MAX_SITES)
@@ -292,8 +294,8 @@ int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
 static const int *sort_info;
 static int by_node_spread(const void *a, const void *b)
 {
-	const int *x = &sort_info[2 * *(const int *)a];
-	const int *y = &sort_info[2 * *(const int *)b];
+	const int *x = &sort_info[2 * (size_t)*(const int *)a];
+	const int *y = &sort_info[2 * (size_t)*(const int *)b];
 
 	if (x[0] != y[0])
 		return x[0] - y[0];
@@ -383,6 +385,11 @@ int xs_comm_setup(struct xs_comm *c)
 	c->n[0] = c->n[1] = 0;
 	for (r = 0; r < c->size; r++)
 		c->n[c->site_of[r]]++;
+	/* two sites found (none over max_sites, none unset): a rank at each */
+	if (c->n[0] < 1 || c->n[1] < 1) {
+		rc = MPI_ERR_INTERN;
+		goto fail;
+	}
 	c->members[0] = malloc(sizeof(int) * (size_t)c->n[0]);
 	c->members[1] = malloc(sizeof(int) * (size_t)c->n[1]);
 	if (!c->lrank || !c->members[0] || !c->members[1]) {

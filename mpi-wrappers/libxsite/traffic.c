@@ -115,8 +115,9 @@ static pthread_mutex_t plock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t req_key(MPI_Request r)
 {
 	uint64_t k = 0;
+	size_t n = sizeof(MPI_Request); /* the handle: a pointer or an int */
 
-	memcpy(&k, &r, sizeof(r) < sizeof(k) ? sizeof(r) : sizeof(k));
+	memcpy(&k, &r, n < sizeof(k) ? n : sizeof(k));
 	return k;
 }
 
@@ -446,8 +447,8 @@ static void write_json(FILE *f, const struct rec *recs, const uint64_t *mat,
 	fprintf(f, "},\"cross\":{\"bytes\":%llu,\"messages\":%llu,"
 		"\"p2p_bytes\":%llu,\"p2p_messages\":%llu,"
 		"\"coll_bytes\":%llu,\"coll_messages\":%llu},",
-		(unsigned long long)(tot_b[0] + tot_b[1]),
-		(unsigned long long)(tot_m[0] + tot_m[1]),
+		(unsigned long long)tot_b[0] + tot_b[1],
+		(unsigned long long)tot_m[0] + tot_m[1],
 		(unsigned long long)tot_b[0], (unsigned long long)tot_m[0],
 		(unsigned long long)tot_b[1], (unsigned long long)tot_m[1]);
 	fprintf(f, "\"collectives\":\"%s\",\"large_msg\":%ld,\"streams\":%d,\n",
@@ -462,8 +463,8 @@ static void write_json(FILE *f, const struct rec *recs, const uint64_t *mat,
 		fputs(",\"host\":", f);
 		json_str(f, recs[i].host);
 		fprintf(f, ",\"cross_bytes\":%llu,\"cross_messages\":%llu}",
-			(unsigned long long)(recs[i].cross_b[0] + recs[i].cross_b[1]),
-			(unsigned long long)(recs[i].cross_m[0] + recs[i].cross_m[1]));
+			(unsigned long long)recs[i].cross_b[0] + recs[i].cross_b[1],
+			(unsigned long long)recs[i].cross_m[0] + recs[i].cross_m[1]);
 	}
 	fputs("],\n\"matrix\":", f);
 	if (!mat) {
@@ -571,8 +572,8 @@ void xs_traffic_finalize(void)
 	if (xs_cfg.verbose)
 		xs_log("xsite:traffic: %d ranks, %d site(s): %llu bytes in %llu messages "
 		       "crossed the link (point-to-point %llu bytes, collectives %llu bytes)",
-		       xs_wsize, xs_nsites, (unsigned long long)(tot_b[0] + tot_b[1]),
-		       (unsigned long long)(tot_m[0] + tot_m[1]),
+		       xs_wsize, xs_nsites, (unsigned long long)tot_b[0] + tot_b[1],
+		       (unsigned long long)tot_m[0] + tot_m[1],
 		       (unsigned long long)tot_b[0], (unsigned long long)tot_b[1]);
 	if (xs_cfg.traffic)
 		write_record(recs, mat, tot_b, tot_m);

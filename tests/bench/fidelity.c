@@ -159,7 +159,7 @@ int main(int argc, char **argv)
 			nb[nnb++] = rank - 1;
 		if (rank < size - 1)
 			nb[nnb++] = rank + 1;
-		exchange = 2.0 * (size - 1) * x;
+		exchange = 2.0 * (size - 1) * (double)x;
 	} else if (pattern == P_HALO2D) {
 		int row, col;
 
@@ -174,11 +174,11 @@ int main(int argc, char **argv)
 			nb[nnb++] = rank - 1;
 		if (col < dims[1] - 1)
 			nb[nnb++] = rank + 1;
-		exchange = 2.0 * x * ((double)dims[0] * (dims[1] - 1) + (double)dims[1] * (dims[0] - 1));
+		exchange = 2.0 * (double)x * ((double)dims[0] * (dims[1] - 1) + (double)dims[1] * (dims[0] - 1));
 	} else if (pattern == P_ALLTOALL) {
-		exchange = (double)size * (size - 1) * x;
+		exchange = (double)size * (size - 1) * (double)x;
 	} else if (pattern == P_TREE) {
-		exchange = 2.0 * (size - 1) * x;
+		exchange = 2.0 * (size - 1) * (double)x;
 	}
 	/* alltoall: one block for every rank; halo: one for every neighbour */
 	sbuf = calloc((size_t)(pattern == P_ALLTOALL ? size : 4), (size_t)x);
@@ -262,8 +262,8 @@ int main(int argc, char **argv)
 		qsort(sorted, (size_t)reps, sizeof(double), cmp_double);
 		printf("fidelity ranks=%d pattern=%s steps=%ld flops=%g mem=%g msg=%ld ops=%.6g bytes=%.6g "
 		       "exchange=%.6g median=%.6f times=",
-		       size, pname, steps, flops, mem, x, (double)size * steps * flops,
-		       (double)size * steps * mem, exchange * steps, sorted[reps / 2]);
+		       size, pname, steps, flops, mem, x, (double)size * (double)steps * flops,
+		       (double)size * (double)steps * mem, exchange * (double)steps, sorted[reps / 2]);
 		for (r = 0; r < reps; r++)
 			printf("%s%.6f", r ? "," : "", t[r]);
 		printf(" compute=");

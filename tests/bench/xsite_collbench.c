@@ -23,7 +23,7 @@ static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "allgather",
 
 int main(int argc, char **argv)
 {
-	const long sizes[] = { 8, 64 * 1024, 1024 * 1024 };
+	const long sizes[] = { 8, 64L * 1024, 1024L * 1024 };
 	int iters = 10, opt, rank, size, c, s, i;
 	char *a, *b;
 

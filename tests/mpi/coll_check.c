@@ -42,8 +42,8 @@
 #include "xsite.h"
 
 #define SENTINEL 0xA5
-#define KiB 1024
-#define MiB (1024 * 1024)
+#define KiB 1024L
+#define MiB (1024L * 1024L)
 
 static int wrank, wsize, quick, require;
 static const char *only; /* -c */
@@ -101,22 +101,35 @@ static void types_init(void)
 	ty_init(&T_C4, "contig4", c4, K_C4);
 }
 
-static void *alloc_buf(const struct ty *t, long count)
+/* the test cannot go on: say why, end the job */
+static void die(const char *fmt, ...)
 {
-	size_t n = (size_t)(count > 0 ? count : 1) * (size_t)t->ext + 64;
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("coll_check: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	exit(2); /* MPI_Abort does not return */
+}
+
+static void *xmalloc(size_t n)
+{
 	void *p = malloc(n);
 
-	if (!p) {
-		fprintf(stderr, "coll_check: out of memory (%zu bytes)\n", n);
-		MPI_Abort(MPI_COMM_WORLD, 2);
-	}
-	memset(p, SENTINEL, n);
+	if (!p)
+		die("out of memory (%zu bytes)", n);
 	return p;
 }
 
-static size_t buf_bytes(const struct ty *t, long count)
+/* count elements of t, and 64 bytes past them, all SENTINEL */
+static void *alloc_buf(const struct ty *t, long count)
 {
-	return (size_t)(count > 0 ? count : 1) * (size_t)t->ext + 64;
+	size_t n = (size_t)(count > 0 ? count : 1) * (size_t)t->ext + 64;
+
+	return memset(xmalloc(n), SENTINEL, n);
 }
 
 /* value classes for reduction inputs */
@@ -219,20 +232,15 @@ static int compare(const void *a, const void *b, const struct ty *t, long count,
 		const char *x = (const char *)a + i * t->ext, *y = (const char *)b + i * t->ext;
 
 		switch (t->kind) {
-		case K_DOUBLE: {
-			double u = *(const double *)x, v = *(const double *)y;
+		case K_DOUBLE:
+		case K_FLOAT: { /* within a relative tolerance, by the type's precision */
+			int f = t->kind == K_FLOAT, digits = f ? 9 : 17;
+			double u = f ? *(const float *)x : *(const double *)x;
+			double v = f ? *(const float *)y : *(const double *)y;
 
-			if (fabs(u - v) > 1e-12 * fmax(1.0, fmax(fabs(u), fabs(v)))) {
-				snprintf(diag, n, "element %ld: %.17g, expected %.17g", i, u, v);
-				return 1;
-			}
-			break;
-		}
-		case K_FLOAT: {
-			float u = *(const float *)x, v = *(const float *)y;
-
-			if (fabsf(u - v) > 1e-5f * fmaxf(1.0f, fmaxf(fabsf(u), fabsf(v)))) {
-				snprintf(diag, n, "element %ld: %.9g, expected %.9g", i, u, v);
+			if (fabs(u - v) > (f ? 1e-5f : 1e-12) * fmax(1.0, fmax(fabs(u), fabs(v)))) {
+				snprintf(diag, n, "element %ld: %.*g, expected %.*g", i, digits, u,
+					 digits, v);
 				return 1;
 			}
 			break;
@@ -248,7 +256,7 @@ static int compare(const void *a, const void *b, const struct ty *t, long count,
 			break;
 		}
 		default:
-			if (memcmp(x, y, (size_t)t->ext)) {
+			if (memcmp(x, y, (size_t)t->ext) != 0) {
 				snprintf(diag, n, "element %ld differs (first int %d, expected %d)",
 					 i, *(const int *)x, *(const int *)y);
 				return 1;
@@ -332,8 +340,7 @@ static const struct opty *combo(const char *op, const char *type)
 	for (i = 0; i < ncombos; i++)
 		if (!strcmp(combos[i].op, op) && !strcmp(combos[i].t->name, type))
 			return &combos[i];
-	fprintf(stderr, "coll_check: no combo %s %s\n", op, type);
-	MPI_Abort(MPI_COMM_WORLD, 2);
+	die("no combo %s %s", op, type);
 	return NULL;
 }
 
@@ -410,15 +417,14 @@ static void add_shape(const char *name, MPI_Comm comm, int inter)
 	}
 	MPI_Comm_size(comm, &s->size);
 	{
-		int *sites = malloc(sizeof(int) * (size_t)s->size), i, a = -2, b = -2, ok = 1;
+		int *sites = xmalloc(sizeof(int) * (size_t)s->size), i, a = -2, b = -2, ok = 1;
 
 		PMPI_Allgather(&mysite, 1, MPI_INT, sites, 1, MPI_INT, comm);
+		/* a, b: the first two sites; ok: no rank without a site or at a third */
 		for (i = 0; i < s->size; i++) {
-			if (sites[i] < 0)
-				ok = 0;
-			else if (a == -2 || sites[i] == a)
+			if (sites[i] >= 0 && (a == -2 || sites[i] == a))
 				a = sites[i];
-			else if (b == -2 || sites[i] == b)
+			else if (sites[i] >= 0 && (b == -2 || sites[i] == b))
 				b = sites[i];
 			else
 				ok = 0;
@@ -437,20 +443,21 @@ static void shapes_init(void)
 
 	/* my site's index: by name, in order of first appearance */
 	snprintf(site, sizeof(site), "%s", env ? env : "");
-	all = malloc((size_t)wsize * 64);
+	all = xmalloc((size_t)wsize * 64);
 	PMPI_Allgather(site, 64, MPI_CHAR, all, 64, MPI_CHAR, MPI_COMM_WORLD);
 	mysite = -1;
 	if (*site)
 		for (i = 0, j = 0; i < wsize; i++) {
+			const char *name = &all[(size_t)i * 64];
 			int k, seen = 0;
 
-			if (!all[i * 64])
+			if (!*name)
 				continue;
 			for (k = 0; k < i; k++)
-				if (!strcmp(&all[k * 64], &all[i * 64]))
+				if (!strcmp(&all[(size_t)k * 64], name))
 					seen = 1;
 			if (!seen) {
-				if (!strcmp(&all[i * 64], site))
+				if (!strcmp(name, site))
 					mysite = j;
 				j++;
 			}
@@ -480,7 +487,7 @@ static void shapes_init(void)
 		PMPI_Allreduce(&mysite, &lo, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
 		PMPI_Allreduce(&mysite, &hi, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 		if (lo == 0 && hi == 1) {
-			int r, other = -1, *sites = malloc(sizeof(int) * (size_t)wsize);
+			int r, other = -1, *sites = xmalloc(sizeof(int) * (size_t)wsize);
 
 			PMPI_Allgather(&mysite, 1, MPI_INT, sites, 1, MPI_INT, MPI_COMM_WORLD);
 			for (r = 0; r < wsize && other < 0; r++)
@@ -588,101 +595,6 @@ static long count_for(size_t bytes, const struct ty *t)
 	return (long)(bytes / (size_t)t->size);
 }
 
-/* ---- Allreduce, Reduce -------------------------------------------------- */
-
-typedef int (*allreduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
-typedef int (*reduce_fn)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
-
-static void t_allreduce(const char *sh, const char *op, const char *type, long count,
-			int inplace)
-{
-	const struct opty *o = combo(op, type);
-	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
-
-	if (!wanted("allreduce"))
-		return;
-
-	snprintf(desc, sizeof(desc), "allreduce %s %s %ld %s%s", op, type, count, sh,
-		 inplace ? " in-place" : "");
-	expect = expect_siteaware(s, (size_t)count * (size_t)o->t->size, o->commutative);
-	if (s->comm != MPI_COMM_NULL) {
-		void *in = alloc_buf(o->t, count), *x = alloc_buf(o->t, count),
-		     *r = alloc_buf(o->t, count);
-		unsigned seed = (unsigned)(count * 31 + ntest);
-		allreduce_fn fn[2] = { MPI_Allreduce, PMPI_Allreduce };
-		void *out[2] = { x, r };
-		int i;
-
-		fill(in, o->t, count, s->rank, o->v, seed);
-		for (i = 0; i < 2; i++) {
-			if (inplace)
-				memcpy(out[i], in, buf_bytes(o->t, count));
-			if (i == 0)
-				snap(&a);
-			fn[i](inplace ? MPI_IN_PLACE : in, out[i], (int)count, o->t->dt, o->mop,
-			      s->comm);
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		fail = compare(x, r, o->t, count, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
-	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
-}
-
-static void t_reduce(const char *sh, const char *op, const char *type, long count,
-		     int root, int inplace)
-{
-	const struct opty *o = combo(op, type);
-	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
-
-	if (!wanted("reduce"))
-		return;
-
-	root = root_of(s, root);
-	snprintf(desc, sizeof(desc), "reduce %s %s %ld %s root=%d%s", op, type, count, sh,
-		 root, inplace ? " in-place" : "");
-	expect = expect_siteaware(s, (size_t)count * (size_t)o->t->size, o->commutative);
-	if (s->comm != MPI_COMM_NULL) {
-		void *in = alloc_buf(o->t, count), *x = alloc_buf(o->t, count),
-		     *r = alloc_buf(o->t, count);
-		unsigned seed = (unsigned)(count * 17 + ntest);
-		reduce_fn fn[2] = { MPI_Reduce, PMPI_Reduce };
-		void *out[2] = { x, r };
-		int i, ip = inplace && s->rank == root;
-
-		fill(in, o->t, count, s->rank, o->v, seed);
-		for (i = 0; i < 2; i++) {
-			if (ip)
-				memcpy(out[i], in, buf_bytes(o->t, count));
-			if (i == 0)
-				snap(&a);
-			fn[i](ip ? MPI_IN_PLACE : in, out[i], (int)count, o->t->dt, o->mop,
-			      root, s->comm);
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		if (s->rank == root)
-			fail = compare(x, r, o->t, count, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
-	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
-}
-
 /* ---- data movement: per-rank types ("mixed": ints on even ranks, blocks of
  * four ints on odd ranks; same type signature) ---------------------------- */
 
@@ -721,257 +633,219 @@ static size_t item_size(const char *type)
 	return (size_t)d.count * (size_t)d.t->size;
 }
 
-/* fill the data of a block: the sender's rank and the block's index */
-static void fill_block(void *buf, struct dty d, int rank, unsigned seed)
+/* block i of a buffer of blocks of d */
+static void *block(void *buf, struct dty d, long i)
 {
-	fill(buf, d.t, d.count, rank, V_DATA, seed);
+	return (char *)buf + i * d.count * d.t->ext;
 }
 
-static int compare_d(const void *x, const void *r, struct dty d, char *diag, size_t n)
-{
-	return compare(x, r, d.t, d.count, diag, n);
-}
-
-typedef int (*bcast_fn)(void *, int, MPI_Datatype, int, MPI_Comm);
-
-static void t_bcast(const char *sh, const char *type, long items, int root)
-{
-	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
-
-	if (!wanted("bcast"))
-		return;
-
-	root = root_of(s, root);
-	snprintf(desc, sizeof(desc), "bcast %s %ld %s root=%d", type, items, sh, root);
-	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
-	if (s->comm != MPI_COMM_NULL) {
-		struct dty d = dty_for(type, s->rank, items);
-		void *x = alloc_buf(d.t, d.count), *r = alloc_buf(d.t, d.count);
-		bcast_fn fn[2] = { MPI_Bcast, PMPI_Bcast };
-		void *buf[2] = { x, r };
-		int i;
-
-		for (i = 0; i < 2; i++) {
-			if (s->rank == root)
-				fill_block(buf[i], d, root, 5);
-			if (i == 0)
-				snap(&a);
-			fn[i](buf[i], (int)d.count, d.t->dt, root, s->comm);
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		fail = compare_d(x, r, d, diag, sizeof(diag));
-		free(x);
-		free(r);
-	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
-}
-
-typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
-			    MPI_Comm);
-typedef int (*gather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
-			 int, MPI_Comm);
-
-/* the whole receive (or send) side of p blocks: as one buffer of p*count */
-static struct dty times(struct dty d, int p)
-{
-	d.count *= p;
-	return d;
-}
-
+/* p blocks of d, block i with the data of "rank" from_rank * 100 + i */
 static void fill_blocks(void *buf, struct dty d, int p, unsigned seed, int from_rank)
 {
 	int i;
 
 	for (i = 0; i < p; i++)
-		fill((char *)buf + (MPI_Aint)i * d.count * d.t->ext, d.t, d.count,
-		     from_rank * 100 + i, V_DATA, seed);
+		fill(block(buf, d, i), d.t, d.count, from_rank * 100 + i, V_DATA, seed);
 }
 
-static void t_allgather(const char *sh, const char *type, long items, int inplace)
+/* ---- one case: the collective through MPI_ and through PMPI_ ------------ */
+
+enum coll { ALLREDUCE, REDUCE, BCAST, ALLGATHER, GATHER, SCATTER, ALLTOALL };
+
+static const struct coll_info {
+	const char *name;
+	int rooted;
+	int to_root;   /* the result is the root's only (reduce, gather) */
+	int from_root; /* the input is the root's only (bcast, scatter) */
+	int for_each;  /* the send buffer: a block for each rank (scatter, alltoall) */
+	int from_each; /* the receive buffer: a block from each rank (allgather, gather,
+			* alltoall) */
+	unsigned seed; /* of the data; reductions: of count * seed + the case's number */
+} colls[] = {
+	[ALLREDUCE] = { "allreduce", 0, 0, 0, 0, 0, 31 },
+	[REDUCE] = { "reduce", 1, 1, 0, 0, 0, 17 },
+	[BCAST] = { "bcast", 1, 0, 1, 0, 0, 5 },
+	[ALLGATHER] = { "allgather", 0, 0, 0, 0, 1, 7 },
+	[GATHER] = { "gather", 1, 1, 0, 0, 1, 9 },
+	[SCATTER] = { "scatter", 1, 0, 1, 1, 0, 11 },
+	[ALLTOALL] = { "alltoall", 0, 0, 0, 1, 1, 13 },
+};
+
+/* a case as this rank sees it */
+struct ccase {
+	enum coll coll;
+	const struct shape *s;
+	const struct opty *o; /* the op of a reduction */
+	int root;             /* of a rooted collective */
+	int ip;               /* in place on this rank */
+	int check;            /* this rank's result is compared */
+	struct dty sd, rd;    /* a block sent, a block received */
+	int nsend, nrecv;     /* blocks in the send buffer (0: none) and the receive buffer */
+	enum vclass v;        /* the input: rank `who`'s data of class v */
+	int who;
+	unsigned seed;
+	void *in;
+};
+
+/* rank c->who's input, at buf as one block of d or (each) one for each rank */
+static void fill_input(const struct ccase *c, void *buf, struct dty d, int each)
 {
-	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
+	if (each)
+		fill_blocks(buf, d, c->s->size, c->seed, c->who);
+	else
+		fill(buf, d.t, d.count, c->who, c->v, c->seed);
+}
 
-	if (!wanted("allgather"))
-		return;
+/* the collective of c into out: through MPI_ (libxsite's when it is loaded),
+ * or with ref through PMPI_ (the MPI library's, the reference) */
+static void call(const struct ccase *c, int ref, void *out)
+{
+	const void *in = c->ip ? MPI_IN_PLACE : c->in;
+	int sn = (int)c->sd.count, rn = (int)c->rd.count, root = c->root;
+	MPI_Datatype st = c->sd.t->dt, rt = c->rd.t->dt;
+	MPI_Op op = c->o ? c->o->mop : MPI_OP_NULL;
+	MPI_Comm comm = c->s->comm;
 
-	snprintf(desc, sizeof(desc), "allgather %s %ld %s%s", type, items, sh,
-		 inplace ? " in-place" : "");
-	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
-	if (s->comm != MPI_COMM_NULL) {
-		/* send as this rank's type, receive as the next rank's */
-		struct dty sd = dty_for(type, s->rank, items);
-		struct dty rd = dty_for(type, s->rank + 1, items), rall = times(rd, s->size);
-		void *in = alloc_buf(sd.t, sd.count), *x = alloc_buf(rall.t, rall.count),
-		     *r = alloc_buf(rall.t, rall.count);
-		allgather_fn fn[2] = { MPI_Allgather, PMPI_Allgather };
-		void *out[2] = { x, r };
+	switch (c->coll) {
+	case ALLREDUCE:
+		(ref ? PMPI_Allreduce : MPI_Allreduce)(in, out, rn, rt, op, comm);
+		break;
+	case REDUCE:
+		(ref ? PMPI_Reduce : MPI_Reduce)(in, out, rn, rt, op, root, comm);
+		break;
+	case BCAST:
+		(ref ? PMPI_Bcast : MPI_Bcast)(out, rn, rt, root, comm);
+		break;
+	case ALLGATHER:
+		(ref ? PMPI_Allgather : MPI_Allgather)(in, sn, st, out, rn, rt, comm);
+		break;
+	case GATHER:
+		(ref ? PMPI_Gather : MPI_Gather)(in, sn, st, out, rn, rt, root, comm);
+		break;
+	case SCATTER: /* in place: the root's own block stays in the send buffer */
+		(ref ? PMPI_Scatter : MPI_Scatter)(c->in, sn, st, c->ip ? MPI_IN_PLACE : out,
+						   rn, rt, root, comm);
+		break;
+	case ALLTOALL:
+		(ref ? PMPI_Alltoall : MPI_Alltoall)(in, sn, st, out, rn, rt, comm);
+		break;
+	}
+}
+
+/*
+ * Run case c on the same input through MPI_ (the path it took noted) and
+ * PMPI_, compare the results where c->check, and report it as desc.
+ */
+static void run_case(struct ccase *c, const char *desc, int expect)
+{
+	const struct coll_info *k = &colls[c->coll];
+	char diag[256] = "";
+	int fail = 0, path = -1;
+
+	if (c->s->comm != MPI_COMM_NULL) {
+		struct xsite_stats a, b;
+		void *out[2];
 		int i;
 
-		fill_block(in, sd, s->rank, 7);
+		c->in = c->nsend ? alloc_buf(c->sd.t, c->nsend * c->sd.count) : NULL;
+		out[0] = alloc_buf(c->rd.t, c->nrecv * c->rd.count);
+		out[1] = alloc_buf(c->rd.t, c->nrecv * c->rd.count);
+		if (c->in && (!k->from_root || c->s->rank == c->root))
+			fill_input(c, c->in, c->sd, k->for_each);
 		for (i = 0; i < 2; i++) {
-			if (inplace)
-				fill_block((char *)out[i] + (MPI_Aint)s->rank * rd.count * rd.t->ext,
-					   rd, s->rank, 7);
+			/* in place, the output holds the input: all of it, or this
+			 * rank's own block of a buffer of one from each rank */
+			if (c->ip && c->coll != SCATTER)
+				fill_input(c, k->from_each && !k->for_each ?
+					   block(out[i], c->rd, c->s->rank) : out[i],
+					   c->rd, k->for_each);
 			if (i == 0)
 				snap(&a);
-			fn[i](inplace ? MPI_IN_PLACE : in, (int)sd.count, sd.t->dt, out[i],
-			      (int)rd.count, rd.t->dt, s->comm);
+			call(c, i, out[i]);
 			if (i == 0) {
 				snap(&b);
 				path = path_of(&a, &b);
 			}
 		}
-		fail = compare_d(x, r, rall, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
+		if (c->check)
+			fail = compare(out[0], out[1], c->rd.t, c->nrecv * c->rd.count, diag,
+				       sizeof(diag));
+		free(c->in);
+		free(out[0]);
+		free(out[1]);
 	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+	report(desc, c->s->comm != MPI_COMM_NULL, expect, path, fail, diag);
 }
 
-static void t_gather(const char *sh, const char *type, long items, int root,
-		     int inplace)
+/*
+ * A case on an intracommunicator: coll on shape sh, count elements of type
+ * with op (reductions) or count items of type a rank (data movement), to or
+ * from root (rooted collectives; -1 the last rank), in place or not.
+ */
+static void t_coll(enum coll coll, const char *sh, const char *op, const char *type,
+		   long count, int root, int inplace)
 {
+	const struct coll_info *k = &colls[coll];
 	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
+	struct ccase c;
+	char desc[200], rootstr[32] = "";
+	size_t bytes;
 
-	if (!wanted("gather"))
+	if (!wanted(k->name))
 		return;
 
-	root = root_of(s, root);
-	snprintf(desc, sizeof(desc), "gather %s %ld %s root=%d%s", type, items, sh, root,
-		 inplace ? " in-place" : "");
-	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
-	if (s->comm != MPI_COMM_NULL) {
-		struct dty sd = dty_for(type, s->rank, items);
-		struct dty rd = dty_for(type, s->rank + 1, items), rall = times(rd, s->size);
-		void *in = alloc_buf(sd.t, sd.count), *x = alloc_buf(rall.t, rall.count),
-		     *r = alloc_buf(rall.t, rall.count);
-		gather_fn fn[2] = { MPI_Gather, PMPI_Gather };
-		void *out[2] = { x, r };
-		int i, ip = inplace && s->rank == root;
-
-		fill_block(in, sd, s->rank, 9);
-		for (i = 0; i < 2; i++) {
-			if (ip)
-				fill_block((char *)out[i] + (MPI_Aint)root * rd.count * rd.t->ext,
-					   rd, root, 9);
-			if (i == 0)
-				snap(&a);
-			fn[i](ip ? MPI_IN_PLACE : in, (int)sd.count, sd.t->dt, out[i],
-			      (int)rd.count, rd.t->dt, root, s->comm);
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		if (s->rank == root)
-			fail = compare_d(x, r, rall, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
+	memset(&c, 0, sizeof(c));
+	c.coll = coll;
+	c.s = s;
+	c.root = k->rooted ? root_of(s, root) : 0;
+	c.who = s->rank;
+	if (op) {
+		c.o = combo(op, type);
+		c.sd.t = c.rd.t = c.o->t;
+		c.sd.count = c.rd.count = count;
+		c.v = c.o->v;
+		c.seed = (unsigned)(count * k->seed + ntest);
+		bytes = (size_t)count * (size_t)c.o->t->size;
+	} else {
+		/* sent as this rank's type, received as the next rank's; in one
+		 * buffer both ways (bcast, alltoall in place) as this rank's */
+		c.sd = dty_for(type, s->rank, count);
+		c.rd = coll == BCAST || (coll == ALLTOALL && inplace) ?
+			c.sd : dty_for(type, s->rank + 1, count);
+		c.v = V_DATA;
+		c.seed = k->seed;
+		bytes = (size_t)count * item_size(type);
 	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+	c.nsend = coll == BCAST ? 0 : k->for_each ? s->size : 1;
+	c.nrecv = k->from_each ? s->size : 1;
+	/* bcast: the root's buffer holds the input */
+	c.ip = coll == BCAST ? s->rank == c.root : inplace && (!k->rooted || s->rank == c.root);
+	c.check = k->to_root ? s->rank == c.root : !(coll == SCATTER && c.ip);
+
+	if (k->rooted)
+		snprintf(rootstr, sizeof(rootstr), " root=%d", c.root);
+	snprintf(desc, sizeof(desc), "%s%s%s %s %ld %s%s%s", k->name, op ? " " : "",
+		 op ? op : "", type, count, sh, rootstr, inplace ? " in-place" : "");
+	run_case(&c, desc, expect_siteaware(s, bytes, c.o ? c.o->commutative : 1));
 }
 
-static void t_scatter(const char *sh, const char *type, long items, int root,
-		      int inplace)
+static void t_allreduce(const char *sh, const char *op, const char *type, long count,
+			int inplace)
 {
-	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
-
-	if (!wanted("scatter"))
-		return;
-
-	root = root_of(s, root);
-	snprintf(desc, sizeof(desc), "scatter %s %ld %s root=%d%s", type, items, sh, root,
-		 inplace ? " in-place" : "");
-	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
-	if (s->comm != MPI_COMM_NULL) {
-		struct dty sd = dty_for(type, s->rank, items), sall = times(sd, s->size);
-		struct dty rd = dty_for(type, s->rank + 1, items);
-		void *in = alloc_buf(sall.t, sall.count), *x = alloc_buf(rd.t, rd.count),
-		     *r = alloc_buf(rd.t, rd.count);
-		gather_fn fn[2] = { MPI_Scatter, PMPI_Scatter };
-		void *out[2] = { x, r };
-		int i, ip = inplace && s->rank == root;
-
-		if (s->rank == root)
-			fill_blocks(in, sd, s->size, 11, root);
-		for (i = 0; i < 2; i++) {
-			if (i == 0)
-				snap(&a);
-			fn[i](in, (int)sd.count, sd.t->dt, ip ? MPI_IN_PLACE : out[i],
-			      (int)rd.count, rd.t->dt, root, s->comm);
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		if (!ip)
-			fail = compare_d(x, r, rd, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
-	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+	t_coll(ALLREDUCE, sh, op, type, count, 0, inplace);
 }
 
-static void t_alltoall(const char *sh, const char *type, long items, int inplace)
+static void t_reduce(const char *sh, const char *op, const char *type, long count,
+		     int root, int inplace)
 {
-	const struct shape *s = shape(sh);
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1, expect;
+	t_coll(REDUCE, sh, op, type, count, root, inplace);
+}
 
-	if (!wanted("alltoall"))
-		return;
-
-	snprintf(desc, sizeof(desc), "alltoall %s %ld %s%s", type, items, sh,
-		 inplace ? " in-place" : "");
-	expect = expect_siteaware(s, (size_t)items * item_size(type), 1);
-	if (s->comm != MPI_COMM_NULL) {
-		struct dty sd = dty_for(type, s->rank, items), sall = times(sd, s->size);
-		struct dty rd = inplace ? sd : dty_for(type, s->rank + 1, items),
-			   rall = times(rd, s->size);
-		void *in = alloc_buf(sall.t, sall.count), *x = alloc_buf(rall.t, rall.count),
-		     *r = alloc_buf(rall.t, rall.count);
-		allgather_fn fn[2] = { MPI_Alltoall, PMPI_Alltoall };
-		void *out[2] = { x, r };
-		int i;
-
-		fill_blocks(in, sd, s->size, 13, s->rank);
-		for (i = 0; i < 2; i++) {
-			if (inplace)
-				fill_blocks(out[i], rd, s->size, 13, s->rank);
-			if (i == 0)
-				snap(&a);
-			fn[i](inplace ? MPI_IN_PLACE : in, (int)sd.count, sd.t->dt, out[i],
-			      (int)rd.count, rd.t->dt, s->comm);
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		fail = compare_d(x, r, rall, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
-	}
-	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
+/* data movement: items of type a rank */
+static void t_data(enum coll coll, const char *sh, const char *type, long items, int root,
+		   int inplace)
+{
+	t_coll(coll, sh, NULL, type, items, root, inplace);
 }
 
 /* a barrier must hold everyone until the last rank arrives (150 ms late) */
@@ -1021,59 +895,34 @@ static void t_barrier(const char *sh)
 }
 
 /* intercommunicator collectives (ints): group of site 0 x group of site 1 */
-static void t_inter(const char *coll, long n)
+static void t_inter(enum coll coll, long n)
 {
 	const struct shape *s = shape("inter");
-	struct xsite_stats a, b;
-	char desc[200], diag[256] = "";
-	int fail = 0, path = -1;
+	struct ccase c;
+	char desc[200];
 
-	if (!wanted(coll))
+	if (!wanted(colls[coll].name))
 		return;
 
-	snprintf(desc, sizeof(desc), "%s int %ld inter", coll, n);
-	if (s->comm != MPI_COMM_NULL) {
-		int lsize, rsize = s->size, i;
-		long cnt;
-		int *in, *x, *r;
-
-		MPI_Comm_size(s->comm, &lsize);
-		cnt = !strcmp(coll, "allgather") ? n * rsize : n;
-		in = calloc((size_t)n + 1, sizeof(int));
-		x = calloc((size_t)cnt + 1, sizeof(int));
-		r = calloc((size_t)cnt + 1, sizeof(int));
-		for (i = 0; i < n; i++)
-			in[i] = ival(V_DATA, wrank, i, 3);
-		for (i = 0; i < 2; i++) {
-			int *out = i ? r : x;
-
-			if (i == 0)
-				snap(&a);
-			if (!strcmp(coll, "allreduce")) {
-				(i ? PMPI_Allreduce : MPI_Allreduce)(in, out, (int)n, MPI_INT,
-								     MPI_SUM, s->comm);
-			} else if (!strcmp(coll, "allgather")) {
-				(i ? PMPI_Allgather : MPI_Allgather)(in, (int)n, MPI_INT, out,
-								     (int)n, MPI_INT, s->comm);
-			} else {
-				/* root: rank 0 of site 0's group */
-				int root = mysite == 0 ? (s->rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
-
-				if (mysite == 0)
-					memcpy(out, in, sizeof(int) * (size_t)n);
-				(i ? PMPI_Bcast : MPI_Bcast)(out, (int)n, MPI_INT, root, s->comm);
-			}
-			if (i == 0) {
-				snap(&b);
-				path = path_of(&a, &b);
-			}
-		}
-		fail = compare(x, r, &T_INT, cnt, diag, sizeof(diag));
-		free(in);
-		free(x);
-		free(r);
+	snprintf(desc, sizeof(desc), "%s int %ld inter", colls[coll].name, n);
+	memset(&c, 0, sizeof(c));
+	c.coll = coll;
+	c.s = s;
+	c.o = combo("SUM", "int");
+	c.sd.t = c.rd.t = &T_INT;
+	c.sd.count = c.rd.count = n;
+	c.nsend = coll == BCAST ? 0 : 1;
+	c.nrecv = coll == ALLGATHER ? s->size : 1; /* s->size: the remote group's */
+	c.v = V_DATA;
+	c.who = wrank;
+	c.seed = 3;
+	c.check = 1;
+	if (coll == BCAST) {
+		/* from rank 0 of site 0's group, whose output buffers hold the input */
+		c.root = mysite == 0 ? (s->rank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+		c.ip = mysite == 0;
 	}
-	report(desc, s->comm != MPI_COMM_NULL, 0, path, fail, diag);
+	run_case(&c, desc, 0);
 }
 
 /* ---- the plan ----------------------------------------------------------- */
@@ -1083,14 +932,14 @@ static void on_alarm(int sig)
 	static const char msg[] = "coll_check: timeout\n";
 
 	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1); /* nothing to do if it fails */
 	_exit(3);
 }
 
 int main(int argc, char **argv)
 {
 	const char *two[] = { "parity", "three", "one-site", "dup", "reversed" };
+	const char *env;
 	int i, j, opt, timeout = 0, multiple = 0, provided = MPI_THREAD_SINGLE;
 	long small = 37;
 
@@ -1116,9 +965,8 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &wsize);
 	*(void **)&get_stats = dlsym(RTLD_DEFAULT, "xsite_get_stats");
-	coll_off = getenv("XSITE_COLL") && (!strcmp(getenv("XSITE_COLL"), "off") ||
-					   !strcmp(getenv("XSITE_COLL"), "0") ||
-					   !strcmp(getenv("XSITE_COLL"), "no"));
+	env = getenv("XSITE_COLL");
+	coll_off = env && (!strcmp(env, "off") || !strcmp(env, "0") || !strcmp(env, "no"));
 	/* libxsite keeps the MPI library's collectives under THREAD_MULTIPLE */
 	if (provided == MPI_THREAD_MULTIPLE)
 		coll_off = 1;
@@ -1225,26 +1073,26 @@ int main(int argc, char **argv)
 			for (r = 0; r < 3; r++) {
 				size_t is = item_size(types[k]);
 
-				t_bcast("world", types[k], 1, roots[r]);
-				t_bcast("world", types[k], small, roots[r]);
-				t_bcast("world", types[k], (long)(64 * KiB / is), roots[r]);
+				t_data(BCAST, "world", types[k], 1, roots[r], 0);
+				t_data(BCAST, "world", types[k], small, roots[r], 0);
+				t_data(BCAST, "world", types[k], (long)(64 * KiB / is), roots[r], 0);
 			}
 		for (r = 0; r < 2; r++) {
-			t_bcast("world", "int", 0, roots[r]);
+			t_data(BCAST, "world", "int", 0, roots[r], 0);
 			if (!quick) {
-				t_bcast("world", "int", MiB / 4, roots[r]);
-				t_bcast("world", "vector", MiB / 8, roots[r]);
+				t_data(BCAST, "world", "int", MiB / 4, roots[r], 0);
+				t_data(BCAST, "world", "vector", MiB / 8, roots[r], 0);
 			}
 		}
 		for (j = 0; j < 5; j++)
 			for (r = 0; r < 2; r++) {
-				t_bcast(two[j], "int", small, roots[r]);
-				t_bcast(two[j], "vector", 64 * KiB / 8, roots[r]);
+				t_data(BCAST, two[j], "int", small, roots[r], 0);
+				t_data(BCAST, two[j], "vector", 64 * KiB / 8, roots[r], 0);
 				if (!quick)
-					t_bcast(two[j], "mixed", MiB / 16, roots[r]);
+					t_data(BCAST, two[j], "mixed", MiB / 16, roots[r], 0);
 			}
 		if (!quick)
-			t_bcast("world", "double", 4 * MiB / 8, -1);
+			t_data(BCAST, "world", "double", 4 * MiB / 8, -1, 0);
 	}
 
 	/* Barrier */
@@ -1255,74 +1103,63 @@ int main(int argc, char **argv)
 	/* Allgather, Gather, Scatter, Alltoall: sizes are per-rank blocks */
 	{
 		const char *types[] = { "int", "double", "vector", "double_int", "mixed" };
-		int k, r, roots[] = { 0, -1, wsize / 2 + 1 };
+		const enum coll all[] = { ALLGATHER, ALLTOALL }, rooted[] = { GATHER, SCATTER };
+		int k, r, c, z, roots[] = { 0, -1, wsize / 2 + 1 };
 		long blk64 = 64 * KiB / wsize, blk1m = MiB / wsize;
+		struct {
+			const char *type;
+			long n;
+		} few[] = { { "int", 0 }, { "int", 1 }, { "vector", blk1m / 8 } };
 
 		for (k = 0; k < 5; k++) {
-			size_t is = item_size(types[k]);
+			long is = (long)item_size(types[k]);
+			long n[] = { 0, 1, small, blk64 / is, blk1m / is }; /* the last not -q */
 
-			t_allgather("world", types[k], 0, 0);
-			t_allgather("world", types[k], 1, 0);
-			t_allgather("world", types[k], small, 0);
-			t_allgather("world", types[k], (long)(blk64 / (long)is), 0);
-			if (!quick)
-				t_allgather("world", types[k], (long)(blk1m / (long)is), 0);
-			t_alltoall("world", types[k], 0, 0);
-			t_alltoall("world", types[k], 1, 0);
-			t_alltoall("world", types[k], small, 0);
-			t_alltoall("world", types[k], (long)(blk64 / (long)is), 0);
-			if (!quick)
-				t_alltoall("world", types[k], (long)(blk1m / (long)is), 0);
-			for (r = 0; r < 3; r++) {
-				t_gather("world", types[k], small, roots[r], 0);
-				t_gather("world", types[k], (long)(blk64 / (long)is), roots[r], 0);
-				t_scatter("world", types[k], small, roots[r], 0);
-				t_scatter("world", types[k], (long)(blk64 / (long)is), roots[r], 0);
-			}
+			for (c = 0; c < 2; c++)
+				for (z = 0; z < (quick ? 4 : 5); z++)
+					t_data(all[c], "world", types[k], n[z], 0, 0);
+			for (r = 0; r < 3; r++)
+				for (c = 0; c < 2; c++)
+					for (z = 2; z < 4; z++) /* small, 64 KiB */
+						t_data(rooted[c], "world", types[k], n[z], roots[r], 0);
 		}
-		for (r = 0; r < 2; r++) {
-			t_gather("world", "int", 0, roots[r], 0);
-			t_scatter("world", "int", 0, roots[r], 0);
-			t_gather("world", "int", 1, roots[r], 0);
-			t_scatter("world", "int", 1, roots[r], 0);
-			if (!quick) {
-				t_gather("world", "vector", blk1m / 8, roots[r], 0);
-				t_scatter("world", "vector", blk1m / 8, roots[r], 0);
-			}
-		}
+		for (r = 0; r < 2; r++)
+			for (z = 0; z < (quick ? 2 : 3); z++) /* the last not -q */
+				for (c = 0; c < 2; c++)
+					t_data(rooted[c], "world", few[z].type, few[z].n, roots[r], 0);
 		for (j = 0; j < 5; j++) {
-			t_allgather(two[j], "int", small, 0);
-			t_allgather(two[j], "vector", blk64 / 8, 0);
-			t_alltoall(two[j], "int", small, 0);
-			t_alltoall(two[j], "mixed", blk64 / 16, 0);
-			t_gather(two[j], "int", blk64 / 4, -1, 0);
-			t_gather(two[j], "mixed", small, 0, 0);
-			t_scatter(two[j], "int", blk64 / 4, -1, 0);
-			t_scatter(two[j], "mixed", small, 0, 0);
+			t_data(ALLGATHER, two[j], "int", small, 0, 0);
+			t_data(ALLGATHER, two[j], "vector", blk64 / 8, 0, 0);
+			t_data(ALLTOALL, two[j], "int", small, 0, 0);
+			t_data(ALLTOALL, two[j], "mixed", blk64 / 16, 0, 0);
+			t_data(GATHER, two[j], "int", blk64 / 4, -1, 0);
+			t_data(GATHER, two[j], "mixed", small, 0, 0);
+			t_data(SCATTER, two[j], "int", blk64 / 4, -1, 0);
+			t_data(SCATTER, two[j], "mixed", small, 0, 0);
 		}
+		/* in place */
 		for (j = 0; j < 2; j++) {
 			const char *sh = j ? "parity" : "world";
 
-			t_allgather(sh, "int", small, 1);
-			t_allgather(sh, "vector", blk64 / 8, 1);
-			t_alltoall(sh, "int", small, 1);
-			t_alltoall(sh, "vector", blk64 / 8, 1);
-			for (r = 0; r < 2; r++) {
-				t_gather(sh, "int", small, roots[r], 1);
-				t_gather(sh, "vector", blk64 / 8, roots[r], 1);
-				t_scatter(sh, "int", small, roots[r], 1);
-				t_scatter(sh, "vector", blk64 / 8, roots[r], 1);
+			for (c = 0; c < 2; c++) {
+				t_data(all[c], sh, "int", small, 0, 1);
+				t_data(all[c], sh, "vector", blk64 / 8, 0, 1);
 			}
+			for (r = 0; r < 2; r++)
+				for (c = 0; c < 2; c++) {
+					t_data(rooted[c], sh, "int", small, roots[r], 1);
+					t_data(rooted[c], sh, "vector", blk64 / 8, roots[r], 1);
+				}
 		}
 	}
 
 	/* the intercommunicator: the MPI library's own */
 	t_barrier("inter");
-	t_inter("allreduce", small);
-	t_inter("bcast", small);
-	t_inter("allgather", small);
-	t_inter("allreduce", 64 * KiB / 4);
-	t_inter("bcast", 64 * KiB / 4);
+	t_inter(ALLREDUCE, small);
+	t_inter(BCAST, small);
+	t_inter(ALLGATHER, small);
+	t_inter(ALLREDUCE, 64 * KiB / 4);
+	t_inter(BCAST, 64 * KiB / 4);
 
 	/* freeing the communicators runs libxsite's delete callback */
 	for (i = 0; i < nshapes; i++)

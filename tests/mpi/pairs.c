@@ -7,6 +7,7 @@
  *
  *   pairs [-b BYTES] [-i ITERS]
  */
+#include <limits.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,10 @@ int main(int argc, char **argv)
 		else if (opt == 'i')
 			iters = atoi(optarg);
 	}
+	if (bytes < 0 || bytes > INT_MAX) { /* one MPI_Sendrecv of int count */
+		fprintf(stderr, "pairs: -b %ld: not 0 to %d bytes\n", bytes, INT_MAX);
+		return 2;
+	}
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -31,8 +36,15 @@ int main(int argc, char **argv)
 	host[sizeof(host) - 1] = '\0';
 	printf("rank %d host %s\n", rank, host);
 	fflush(stdout);
-	a = calloc(1, bytes);
-	b = calloc(1, bytes);
+	a = calloc(1, (size_t)bytes + 1);
+	b = calloc(1, (size_t)bytes + 1);
+	if (!a || !b) {
+		fprintf(stderr, "pairs: out of memory (2 x %ld bytes)\n", bytes);
+		free(a);
+		free(b);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+		return 2; /* MPI_Abort does not return */
+	}
 	if (size > 1) {
 		int partner = (rank + size / 2) % size;
 		int right = (rank + 1) % size, left = (rank + size - 1) % size;

@@ -104,6 +104,19 @@ static void check(const char *desc, struct d got, struct d want)
 	fflush(stdout);
 }
 
+/* zeroed memory, or the job ends */
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p) {
+		fprintf(stderr, "traffic_check: out of memory (%zu x %zu bytes)\n", n, size);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+		exit(2); /* MPI_Abort does not return */
+	}
+	return p;
+}
+
 static struct d P(unsigned long long b, unsigned long long m)
 {
 	struct d r = { b, m, 0, 0 };
@@ -126,9 +139,25 @@ static int partner(void)
 
 #define N 1000 /* ints per point-to-point message */
 
+/* the ranks of site 0 with a partner send it count x dt on comm (peer: the
+ * partner's rank there), which it receives as N ints: npairs x N ints cross */
+static void send_case(const char *desc, const int *buf, int count, MPI_Datatype dt,
+		      int peer, int tag, MPI_Comm comm, int *rbuf)
+{
+	begin();
+	if (partner() >= 0) {
+		if (me == 0)
+			MPI_Send(buf, count, dt, peer, tag, comm);
+		else
+			PMPI_Recv(rbuf, N, MPI_INT, peer, tag, comm, MPI_STATUS_IGNORE);
+	}
+	check(desc, end(), P((unsigned long long)npairs * N * sizeof(int), npairs));
+}
+
 static void p2p_cases(void)
 {
-	int *buf = calloc(4 * N, sizeof(int)), *rbuf = calloc(4 * N, sizeof(int));
+	int *buf = xcalloc((size_t)4 * N, sizeof(int));
+	int *rbuf = xcalloc((size_t)4 * N, sizeof(int));
 	int peer = partner(), a = me == 0, i;
 	unsigned long long B = N * sizeof(int);
 	MPI_Request r[4];
@@ -142,7 +171,7 @@ static void p2p_cases(void)
 		    { "MPI_Isend", 3 }, { "MPI_Issend", 4 }, { "MPI_Ibsend", 5 },
 		    { "MPI_Rsend", 6 }, { "MPI_Irsend", 7 } };
 	int bsize = 4 * (N * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
-	void *battach = malloc((size_t)bsize), *bdetach;
+	void *battach = xcalloc((size_t)bsize, 1), *bdetach;
 
 	MPI_Buffer_attach(battach, bsize);
 	for (i = 0; i < 8; i++) {
@@ -180,12 +209,12 @@ static void p2p_cases(void)
 		MPI_Sendrecv(buf, N, MPI_INT, peer, 1, rbuf, N, MPI_INT, peer, 1,
 			     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	check("MPI_Sendrecv both ways: the send half counts", end(),
-	      P(2 * npairs * B, 2 * npairs));
+	      P(2ULL * npairs * B, 2ULL * npairs));
 	begin();
 	if (peer >= 0)
 		MPI_Sendrecv_replace(buf, N, MPI_INT, peer, 2, peer, 2, MPI_COMM_WORLD,
 				     MPI_STATUS_IGNORE);
-	check("MPI_Sendrecv_replace both ways", end(), P(2 * npairs * B, 2 * npairs));
+	check("MPI_Sendrecv_replace both ways", end(), P(2ULL * npairs * B, 2ULL * npairs));
 
 	/* persistent: counted at each start */
 	begin();
@@ -210,7 +239,7 @@ static void p2p_cases(void)
 		MPI_Request_free(&r[1]);
 	}
 	check("MPI_Send_init/MPI_Ssend_init + 3 x MPI_Start + MPI_Startall: 8 sends", end(),
-	      P(8 * npairs * B, 8 * npairs));
+	      P(8ULL * npairs * B, 8ULL * npairs));
 	/* a freed persistent send must not count for a receive that reuses it */
 	begin();
 	if (peer >= 0) {
@@ -249,15 +278,8 @@ static void p2p_cases(void)
 
 		MPI_Type_vector(N, 1, 3, MPI_INT, &vec);
 		MPI_Type_commit(&vec);
-		begin();
-		if (peer >= 0) {
-			if (a)
-				MPI_Send(buf, 1, vec, peer, 9, MPI_COMM_WORLD);
-			else
-				PMPI_Recv(rbuf, N, MPI_INT, peer, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-		}
-		check("a vector type of 1000 ints (stride 3) counts 4000 bytes", end(),
-		      P(npairs * B, npairs));
+		send_case("a vector type of 1000 ints (stride 3) counts 4000 bytes", buf, 1, vec,
+			  peer, 9, MPI_COMM_WORLD, rbuf);
 		MPI_Type_free(&vec);
 	}
 
@@ -269,14 +291,8 @@ static void p2p_cases(void)
 		MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev);
 		if (peer >= 0)
 			rpeer = wsize - 1 - peer;
-		begin();
-		if (peer >= 0) {
-			if (a)
-				MPI_Send(buf, N, MPI_INT, rpeer, 10, rev);
-			else
-				PMPI_Recv(rbuf, N, MPI_INT, rpeer, 10, rev, MPI_STATUS_IGNORE);
-		}
-		check("MPI_Send on a reversed communicator", end(), P(npairs * B, npairs));
+		send_case("MPI_Send on a reversed communicator", buf, N, MPI_INT, rpeer, 10, rev,
+			  rbuf);
 		MPI_Comm_free(&rev);
 	}
 
@@ -286,14 +302,7 @@ static void p2p_cases(void)
 
 		MPI_Comm_split(MPI_COMM_WORLD, me, wrank, &local);
 		MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, members[1 - me][0], 11, &inter);
-		begin();
-		if (peer >= 0) {
-			if (a)
-				MPI_Send(buf, N, MPI_INT, li, 12, inter);
-			else
-				PMPI_Recv(rbuf, N, MPI_INT, li, 12, inter, MPI_STATUS_IGNORE);
-		}
-		check("MPI_Send on an intercommunicator", end(), P(npairs * B, npairs));
+		send_case("MPI_Send on an intercommunicator", buf, N, MPI_INT, li, 12, inter, rbuf);
 		MPI_Comm_free(&inter);
 		MPI_Comm_free(&local);
 	}
@@ -311,8 +320,8 @@ static void keep_first(void *in, void *inout, int *len, MPI_Datatype *dt)
 static void coll_cases(void)
 {
 	const int small = 100, large = 1 << 17; /* doubles: 800 B and 1 MiB */
-	double *x = calloc((size_t)large * (size_t)wsize, sizeof(double));
-	double *y = calloc((size_t)large * (size_t)wsize, sizeof(double));
+	double *x = xcalloc((size_t)large * (size_t)wsize, sizeof(double));
+	double *y = xcalloc((size_t)large * (size_t)wsize, sizeof(double));
 	unsigned long long S = small * sizeof(double), L = large * sizeof(double);
 	unsigned long long k = (unsigned long long)kmax;
 	int bs = small / 10; /* per-rank block of the data-movement collectives */
@@ -422,8 +431,7 @@ static void on_alarm(int sig)
 	static const char msg[] = "traffic_check: timeout\n";
 
 	(void)sig;
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(3);
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1); /* nothing to do if it fails */
 	_exit(3);
 }
 
@@ -449,13 +457,13 @@ int main(int argc, char **argv)
 
 	/* sites by name, in order of first appearance */
 	snprintf(name, sizeof(name), "%s", env ? env : "");
-	all = malloc((size_t)wsize * 64);
-	site = malloc(sizeof(int) * (size_t)wsize);
+	all = xcalloc((size_t)wsize, 64);
+	site = xcalloc((size_t)wsize, sizeof(int));
 	PMPI_Allgather(name, 64, MPI_CHAR, all, 64, MPI_CHAR, MPI_COMM_WORLD);
 	for (r = 0; r < wsize; r++) {
 		site[r] = -1;
 		for (j = 0; j < r && site[r] < 0; j++)
-			if (!strcmp(&all[j * 64], &all[r * 64]))
+			if (!strcmp(&all[(size_t)j * 64], &all[(size_t)r * 64]))
 				site[r] = site[j];
 		if (site[r] < 0)
 			site[r] = nsites++;
@@ -468,7 +476,7 @@ int main(int argc, char **argv)
 		return get_stats ? 0 : 1;
 	}
 	for (j = 0; j < 2; j++) {
-		members[j] = malloc(sizeof(int) * (size_t)wsize);
+		members[j] = xcalloc((size_t)wsize, sizeof(int));
 		n[j] = 0;
 	}
 	for (r = 0; r < wsize; r++) {

@@ -98,7 +98,8 @@ static char *gen(void)
 	default:
 		break;
 	}
-	n = strlen(seeds[pick(NELEM(seeds))]);
+	/* a draw that picks nothing: the cases of a seed stay as they were */
+	(void)pick(NELEM(seeds));
 	snprintf(buf, sizeof(buf), "%s", seeds[pick(NELEM(seeds))]);
 	n = strlen(buf);
 	for (k = 1 + pick(4); k > 0; k--) {
@@ -106,7 +107,7 @@ static char *gen(void)
 		case 0: /* flip a bit */
 			if (n > 0) {
 				i = pick(n);
-				buf[i] ^= (char)(1 << pick(8));
+				buf[i] = (char)((unsigned char)buf[i] ^ (1U << pick(8)));
 				if (buf[i] == '\0')
 					buf[i] = 'x';
 			}
@@ -382,7 +383,8 @@ static void fuzz_args(struct target *t, struct target *tc, struct xsite_lua *x, 
 			t->accepted++;
 			if (a.value[f] == NULL && !(v != NULL && v[0] == '\0' && before == XSITE_SRC_NONE))
 				fail(t, "--%s='%s' accepted, but no value is stored", info->name, show(v));
-			else if (before == XSITE_SRC_FLAG && strcmp(prev, a.value[f]) != 0)
+			else if (before == XSITE_SRC_FLAG &&
+				 (prev == NULL || a.value[f] == NULL || strcmp(prev, a.value[f]) != 0))
 				fail(t, "--%s: a different repeat '%s' after '%s' was accepted", info->name,
 				     show(v), show(prev));
 		} else {
@@ -483,7 +485,7 @@ static void fuzz_task_env(struct target *t, struct xsite_lua *x)
 /* ---- root's parsers: the traffic record ---------------------------------------- */
 
 /* A growing text of at most TEXT_MAX bytes. */
-#define TEXT_MAX (96 * 1024)
+#define TEXT_MAX ((size_t)96 * 1024)
 
 struct text {
 	char s[TEXT_MAX + 1];
@@ -624,7 +626,7 @@ static void gen_traffic(struct text *t, int *valid)
 			break;
 		case 3: /* a byte flipped */
 			if (at < t->n) {
-				t->s[at] ^= (char)(1 << pick(8));
+				t->s[at] = (char)((unsigned char)t->s[at] ^ (1U << pick(8)));
 				if (t->s[at] == '\0')
 					t->s[at] = '\x01';
 			}

@@ -263,16 +263,23 @@ static char *write_file(const char *name, const char *text)
 	return path;
 }
 
-/* The testbed config with extra lines appended (caller frees the path). */
+/* The testbed config with extra lines appended (caller frees the path; NULL on failure). */
 static char *config_with(const char *name, const char *extra)
 {
 	char *text = NULL, *path;
 	size_t n;
-	FILE *f = fopen(site_config, "r");
+	FILE *f;
 
+	if (extra == NULL)
+		return NULL;
+	f = fopen(site_config, "r");
 	if (f == NULL)
 		return NULL;
 	text = calloc(1, 1 << 16);
+	if (text == NULL) {
+		fclose(f);
+		return NULL;
+	}
 	n = fread(text, 1, (1 << 16) - 1, f);
 	fclose(f);
 	text[n] = '\0';

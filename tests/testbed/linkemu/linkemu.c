@@ -129,7 +129,7 @@ static int parse_seconds(const char *s, double *out)
 
 static int ring_init(struct ring *r, size_t cap)
 {
-	memset(r, 0, sizeof(*r));
+	*r = (struct ring){ 0 }; /* not memset: clang-tidy loses its zeroes */
 	r->buf = malloc(cap);
 	if (!r->buf)
 		return -1;
@@ -236,9 +236,10 @@ static int tun_open(const char *name)
 static int ctl_listen(const char *path)
 {
 	struct sockaddr_un sa;
+	size_t plen = strlen(path);
 	int fd;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
+	if (plen >= sizeof(sa.sun_path)) {
 		logmsg("error: control socket path too long: %s", path);
 		return -1;
 	}
@@ -249,7 +250,7 @@ static int ctl_listen(const char *path)
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	strcpy(sa.sun_path, path);
+	memcpy(sa.sun_path, path, plen + 1);
 	unlink(path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
 		logmsg("error: control socket %s: %s", path, strerror(errno));
@@ -335,7 +336,7 @@ static void serve_client(struct state *st, int lfd)
 {
 	struct timeval tv = { .tv_sec = 1, .tv_usec = 0 };
 	char line[256], reply[640];
-	size_t len = 0;
+	size_t len = 0, rlen;
 	ssize_t got;
 	int fd;
 
@@ -353,9 +354,11 @@ static void serve_client(struct state *st, int lfd)
 			break;
 	}
 	line[len] = '\0';
-	handle_command(st, line, reply, sizeof(reply));
-	strcat(reply, "\n");
-	if (write(fd, reply, strlen(reply)) < 0)
+	/* one byte kept free for the newline */
+	handle_command(st, line, reply, sizeof(reply) - 1);
+	rlen = strlen(reply);
+	reply[rlen++] = '\n';
+	if (write(fd, reply, rlen) < 0)
 		logmsg("warning: control reply: %s", strerror(errno));
 	close(fd);
 }
@@ -417,17 +420,18 @@ static int run(const char *dev, const char *ctl_path, double latency,
 	struct state st;
 	struct pollfd pfd[2];
 	struct sigaction sa;
-	unsigned char *scratch;
+	unsigned char *scratch = NULL;
 	char stats[512];
-	int lfd;
+	int lfd = -1, ret = 1;
 
 	memset(&st, 0, sizeof(st));
+	st.tun = -1;
 	st.latency = latency;
-	if (queue_bytes < 2 * MAX_REC)
-		queue_bytes = 2 * MAX_REC;
+	if (queue_bytes < 2 * (size_t)MAX_REC)
+		queue_bytes = 2 * (size_t)MAX_REC;
 	if (ring_init(&st.ring, queue_bytes) < 0 || !(scratch = malloc(MAX_PKT))) {
 		logmsg("error: cannot allocate a queue of %zu bytes", queue_bytes);
-		return 1;
+		goto out;
 	}
 
 	memset(&sa, 0, sizeof(sa));
@@ -449,16 +453,16 @@ static int run(const char *dev, const char *ctl_path, double latency,
 
 	st.tun = tun_open(dev);
 	if (st.tun < 0)
-		return 1;
+		goto out;
 	lfd = ctl_listen(ctl_path);
 	if (lfd < 0)
-		return 1;
+		goto out;
 	if (pidfile) {
 		FILE *f = fopen(pidfile, "w");
 
 		if (!f) {
 			logmsg("error: pidfile %s: %s", pidfile, strerror(errno));
-			return 1;
+			goto out;
 		}
 		fprintf(f, "%ld\n", (long)getpid());
 		fclose(f);
@@ -510,7 +514,15 @@ static int run(const char *dev, const char *ctl_path, double latency,
 	unlink(ctl_path);
 	if (pidfile)
 		unlink(pidfile);
-	return stop_signal ? 0 : 1;
+	ret = stop_signal ? 0 : 1;
+out:
+	if (lfd >= 0)
+		close(lfd);
+	if (st.tun >= 0)
+		close(st.tun);
+	free(scratch);
+	free(st.ring.buf);
+	return ret;
 }
 
 /* ---- the client side ------------------------------------------------- */
@@ -520,36 +532,45 @@ static int ctl_client(const char *path, int argc, char **argv)
 	struct sockaddr_un sa;
 	struct timeval tv = { .tv_sec = 5, .tv_usec = 0 };
 	char msg[256] = "", reply[640];
-	size_t len = 0;
+	size_t len = 0, mlen = 0, plen = strlen(path);
 	ssize_t got;
 	int fd, i;
 
+	/* the words, one space apart, then a newline: mlen + alen + 2 <
+	 * sizeof(msg) leaves room for the space, the newline and the NUL */
 	for (i = 0; i < argc; i++) {
-		if (strlen(msg) + strlen(argv[i]) + 2 >= sizeof(msg)) {
+		size_t alen = strlen(argv[i]);
+
+		if (mlen + alen + 2 >= sizeof(msg)) {
 			fprintf(stderr, PROG ": command too long\n");
 			return 2;
 		}
 		if (i)
-			strcat(msg, " ");
-		strcat(msg, argv[i]);
+			msg[mlen++] = ' ';
+		memcpy(msg + mlen, argv[i], alen);
+		mlen += alen;
 	}
-	strcat(msg, "\n");
-	if (strlen(path) >= sizeof(sa.sun_path)) {
+	msg[mlen++] = '\n';
+	msg[mlen] = '\0';
+	if (plen >= sizeof(sa.sun_path)) {
 		fprintf(stderr, PROG ": control socket path too long: %s\n", path);
 		return 2;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
-	strcpy(sa.sun_path, path);
+	memcpy(sa.sun_path, path, plen + 1);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		fprintf(stderr, PROG ": cannot reach the delay line at %s: %s\n",
 			path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (write(fd, msg, strlen(msg)) < 0) {
+	if (write(fd, msg, mlen) < 0) {
 		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		close(fd);
 		return 1;
 	}
 	while (len < sizeof(reply) - 1) {
