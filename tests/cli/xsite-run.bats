@@ -13,20 +13,11 @@ bats_require_minimum_version 1.5.0
 load "${BATS_LIB_PATH:-/usr/lib/bats}/bats-support/load"
 load "${BATS_LIB_PATH:-/usr/lib/bats}/bats-assert/load"
 
+load helpers
+
 setup_file() {
-  REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-  export REPO
+  xsite_command
   export RUN="$REPO/mpi-wrappers/xsite-run"
-  if [[ -z ${XSITE:-} ]]; then
-    local lua
-    lua=$(command -v "${LUA:-lua5.1}")
-    mkdir -p "$BATS_FILE_TMPDIR/bin"
-    sed -e "s|@LUA@|$lua|" -e "s|@luadir@|$REPO/lua|" \
-      "$REPO/lua/bin/xsite.in" >"$BATS_FILE_TMPDIR/bin/xsite"
-    chmod +x "$BATS_FILE_TMPDIR/bin/xsite"
-    XSITE="$BATS_FILE_TMPDIR/bin/xsite"
-  fi
-  export XSITE
 }
 
 setup() {

@@ -16,24 +16,11 @@ bats_require_minimum_version 1.5.0
 load "${BATS_LIB_PATH:-/usr/lib/bats}/bats-support/load"
 load "${BATS_LIB_PATH:-/usr/lib/bats}/bats-assert/load"
 
-setup_file() {
-  REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
-  export REPO
-  export FIX="$BATS_TEST_DIRNAME/fixtures"
+load helpers
 
-  if [[ -z ${XSITE:-} ]]; then
-    local lua
-    lua=$(command -v "${LUA:-lua5.1}") || {
-      printf 'xsite.bats: no Lua interpreter %s\n' "${LUA:-lua5.1}" >&2
-      return 1
-    }
-    mkdir -p "$BATS_FILE_TMPDIR/bin"
-    sed -e "s|@LUA@|$lua|" -e "s|@luadir@|$REPO/lua|" \
-      "$REPO/lua/bin/xsite.in" >"$BATS_FILE_TMPDIR/bin/xsite"
-    chmod +x "$BATS_FILE_TMPDIR/bin/xsite"
-    XSITE="$BATS_FILE_TMPDIR/bin/xsite"
-  fi
-  export XSITE
+setup_file() {
+  xsite_command
+  export FIX="$BATS_TEST_DIRNAME/fixtures"
 
   # The Lua that runs fixtures/jsonq.lua (it needs lua-dkjson).
   export JSON_LUA="${LUA:-lua5.1}"

@@ -107,10 +107,7 @@ refused() {
 setup_file() {
 	load helpers
 	xt_init hostile
-	if ! id "$U" >/dev/null 2>&1; then
-		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$U"
-		printf '%s\n' "$U" >"$BATS_FILE_TMPDIR/users-made"
-	fi
+	xt_user "$U"
 	export XT_CONFIG=$BATS_FILE_TMPDIR/hostile.conf
 	sed -E -e 's/^OversizeAction=.*/OversizeAction=reject/' -e 's/^MaxSlowdown=.*/MaxSlowdown=1.0/' \
 		"$XT_REPO/site-configs/testbed.conf" >"$XT_CONFIG"
@@ -132,9 +129,7 @@ teardown_file() {
 	load helpers
 	xt_init hostile
 	xt_down
-	if [[ -f $BATS_FILE_TMPDIR/users-made ]]; then
-		userdel "$(cat "$BATS_FILE_TMPDIR/users-made")" 2>/dev/null || true
-	fi
+	xt_users_remove
 }
 
 setup() {

@@ -32,21 +32,6 @@ as() {
 	on_head runuser -u "$user" -- env XSITE_LUADIR="$XT_LUADIR" "$@"
 }
 
-# report_of JOBID STEP: wait until the job's record has STEP (slurmstepd
-# writes it when the step's processes are gone, after Slurm says the job ended)
-report_of() {
-	local i f=$XT_STATE/reports/$1/report.json
-	for ((i = 0; i < 100; i++)); do
-		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
-			cat "$f"
-			return 0
-		fi
-		sleep 0.1
-	done
-	printf 'no step %s in %s\n' "$2" "$f" >&2
-	return 1
-}
-
 # field JSON EXPR: a value of the record, through the project's JSON reader
 field() {
 	XSITE_JSON=$1 lua5.1 -e "package.path='$XT_LUADIR/?.lua;'..package.path
@@ -82,12 +67,8 @@ setup_file() {
 			return 0
 		fi
 	done
-	for user in $U1 $U2; do
-		if ! id "$user" >/dev/null 2>&1; then
-			useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$user"
-			printf '%s\n' "$user" >>"$BATS_FILE_TMPDIR/users-made"
-		fi
-	done
+	xt_user "$U1"
+	xt_user "$U2"
 	xt_up --accounting || return 1
 	build_pingpong
 	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
@@ -112,9 +93,7 @@ teardown_file() {
 	load helpers
 	xt_init report
 	xt_down
-	if [[ -f $BATS_FILE_TMPDIR/users-made ]]; then
-		while read -r user; do userdel "$user" 2>/dev/null || true; done <"$BATS_FILE_TMPDIR/users-made"
-	fi
+	xt_users_remove
 }
 
 setup() {

@@ -40,20 +40,6 @@ gone() {
 	return 1
 }
 
-# record JOB STEP: the job's record once it has STEP
-record() {
-	local i f=$XT_STATE/reports/$1/report.json
-	for ((i = 0; i < 100; i++)); do
-		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
-			cat "$f"
-			return 0
-		fi
-		sleep 0.1
-	done
-	printf 'no step %s in %s\n' "$2" "$f" >&2
-	return 1
-}
-
 # stamp_dir JOB UID ENDED AGE_DAYS: a job directory as xsite leaves it, AGE_DAYS old
 stamp_dir() {
 	local dir=$XT_STATE/reports/$1
@@ -67,10 +53,7 @@ stamp_dir() {
 setup_file() {
 	load helpers
 	xt_init report-hostile
-	if ! id "$U" >/dev/null 2>&1; then
-		useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$U"
-		printf '%s\n' "$U" >>"$BATS_FILE_TMPDIR/users-made"
-	fi
+	xt_user "$U"
 	xt_up || return 1
 	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
 	mkdir -p "$XT_STATE/work/$U"
@@ -172,9 +155,7 @@ teardown_file() {
 	load helpers
 	xt_init report-hostile
 	xt_down
-	if [[ -f $BATS_FILE_TMPDIR/users-made ]]; then
-		while read -r user; do userdel "$user" 2>/dev/null || true; done <"$BATS_FILE_TMPDIR/users-made"
-	fi
+	xt_users_remove
 }
 
 setup() {
@@ -218,7 +199,7 @@ setup() {
 	local job rec start end
 	job=$(submit --wrap 'dd if=/dev/zero of="$XSITE_TRAFFIC_FILE" bs=1M count=64 status=none; date +%s.%N >t-end')
 	wait_job "$job"
-	rec=$(record "$job" batch)
+	rec=$(report_of "$job" batch)
 	end=$(stat -c %Y "$XT_STATE/reports/$job/report.json")
 	start=$(cut -d. -f1 "$XT_STATE/work/$U/t-end")
 	assert [ $((end - start)) -le 2 ]
@@ -230,7 +211,7 @@ setup() {
 	local job rec
 	job=$(submit --wrap 'mkfifo "$XSITE_TRAFFIC_FILE"')
 	run -0 gone "$job" 15
-	rec=$(record "$job" batch)
+	rec=$(report_of "$job" batch)
 	run -0 grep -o 'MPI traffic record ignored: traffic-batch.json: not a regular file of uid [0-9]*' <<<"$rec"
 }
 
@@ -238,7 +219,7 @@ setup() {
 	local job log=$XT_STATE/log/slurmd-alpha1.log
 	job=$(submit --wrap 'cp escapes.json "$XSITE_TRAFFIC_FILE"')
 	wait_job "$job"
-	record "$job" batch >/dev/null
+	report_of "$job" batch >/dev/null
 	run -0 grep -F "job $job step batch: MPI traffic record ignored: traffic record: version: not 1 (\\x1b]0;owned\\x07\\x1b[2J)" "$log"
 	run ! grep -P '\x1b' "$log"
 }
@@ -267,7 +248,7 @@ setup() {
 	touch "$XT_STATE/reports/$next/mpi/traffic-batch.json"
 	assert_equal "$(submit --wrap true)" "$next"
 	wait_job "$next"
-	rec=$(record "$next" batch)
+	rec=$(report_of "$next" batch)
 	run ! grep -q '"step":"old"' <<<"$rec"
 	run -0 grep -c '"step":' <<<"$rec"
 	assert_output 1
@@ -300,7 +281,7 @@ setup() {
 	local job
 	job=$(submit -J 'x JobState=SPOOFED AdminComment=xsite v=1 action=span why=spoofed mode=enforce n=1' --wrap true)
 	wait_job "$job"
-	record "$job" batch >/dev/null
+	report_of "$job" batch >/dev/null
 	run -0 xsite report "$job"
 	refute_output --partial spoofed
 	refute_output --partial SPOOFED
@@ -313,7 +294,7 @@ setup() {
 		env SLURM_SPANK_XSITE_COMM_PROFILE=$'op=1\x1b]0;owned\x07,b=\x1b[2J' sbatch --parsable -w alpha1 --wrap true |
 		tail -n 1)
 	wait_job "$job"
-	run -0 record "$job" batch
+	run -0 report_of "$job" batch
 	assert_output --partial 'no prediction: '
 	run -0 xsite report "$job"
 	assert_output --partial '\x1b]0;owned\x07'

@@ -258,6 +258,37 @@ fcmp() {
 	awk -v a="${2:-0}" -v b="${3:-0}" -v c="${4:-0}" "BEGIN { exit !($1) }"
 }
 
+# xt_user NAME: an unprivileged system user NAME (no home, no login shell),
+# made now unless it exists; xt_users_remove removes the users made so
+# (call both from setup_file and teardown_file of one file)
+xt_user() {
+	id "$1" >/dev/null 2>&1 && return 0
+	useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$1" || return 1
+	printf '%s\n' "$1" >>"$BATS_FILE_TMPDIR/users-made"
+}
+
+xt_users_remove() {
+	local user
+	[[ -f $BATS_FILE_TMPDIR/users-made ]] || return 0
+	while read -r user; do userdel "$user" 2>/dev/null || true; done <"$BATS_FILE_TMPDIR/users-made"
+}
+
+# report_of JOB STEP: the job's record in ReportDir once it has STEP
+# (slurmstepd writes it when the step's processes are gone, after Slurm says
+# the job ended), within 10 s
+report_of() {
+	local i f=$XT_STATE/reports/$1/report.json
+	for ((i = 0; i < 100; i++)); do
+		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
+			cat "$f"
+			return 0
+		fi
+		sleep 0.1
+	done
+	printf 'no step %s in %s\n' "$2" "$f" >&2
+	return 1
+}
+
 # wait_job ID: until the job has ended (30 s at most)
 wait_job() {
 	local i state

@@ -1,17 +1,12 @@
 -- Specs for xsite.config: the one parser of xsite.conf and its cache.
 -- Fixtures are in tests/lua/fixtures/, named by what they show.
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-package.path = HERE .. "/../../lua/?.lua;" .. package.path
-local FIXTURES = HERE .. "/fixtures/"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local FIXTURES = h.fixtures
 
 local config = require("xsite.config")
 
-local function near(expected, actual, what)
-  assert.is_number(actual, what)
-  assert.is_true(math.abs(actual - expected) <= 1e-12 * math.abs(expected),
-    string.format("%s: expected %.17g, got %.17g", what or "value", expected, actual))
-end
+local near = h.near
 
 -- The number of the first line of a fixture that contains `text`, found
 -- independently of the parser.
@@ -479,14 +474,14 @@ describe("xsite.config.load", function()
   end)
 
   it("names the file and the reason, with the array of errors, when the file cannot be read", function()
-    local cfg, msg, errs = config.load(HERE)  -- a directory opens but cannot be read
+    local cfg, msg, errs = config.load(h.root .. "/tests/lua")  -- a directory opens but cannot be read
     assert.is_nil(cfg)
-    assert.matches("^" .. HERE:gsub("%p", "%%%0") .. ": cannot ", msg)
+    assert.matches("^" .. (h.root .. "/tests/lua"):gsub("%p", "%%%0") .. ": cannot ", msg)
     assert.are.same({ msg }, errs)
   end)
 
   it("loads the testbed configuration shipped in site-configs/", function()
-    local cfg = assert(config.load(HERE .. "/../../site-configs/testbed.conf"))
+    local cfg = assert(config.load(h.root .. "/site-configs/testbed.conf"))
     assert.are.equal(2, #cfg.sites)
     near(1e9 / 8, cfg.link.bandwidth, "Bandwidth=1Gb/s")
     near(1e-3, cfg.link.latency, "Latency=1ms")
@@ -673,7 +668,7 @@ describe("xsite.config.cache", function()
   end)
 
   it("names the file and the reason when the file cannot be read", function()
-    local dir = HERE  -- a directory opens but cannot be read
+    local dir = h.root .. "/tests/lua"  -- a directory opens but cannot be read
     local c = config.cache(dir, 5, clock)
     local cfg, err, fresh = c.get()
     assert.is_nil(cfg)
@@ -722,7 +717,7 @@ describe("xsite.config.cache", function()
 end)
 
 describe("xsite.config.set_global", function()
-  local base = assert(io.open(HERE .. "/../../site-configs/testbed.conf")):read("*a")
+  local base = assert(io.open(h.root .. "/site-configs/testbed.conf")):read("*a")
     :gsub("\nMode=enforce\n", "\n"):gsub("\nMaxSlowdown=1.10\n", "\n")
 
   it("takes a key out of a continued line, keeps the line's other keys, and appends it", function()

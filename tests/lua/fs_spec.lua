@@ -20,12 +20,7 @@ local function write(path, text)
   f:close()
 end
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local t = f:read("*a")
-  f:close()
-  return t
-end
+local slurp = h.read
 
 describe("xsite.fs reading a file root trusts", function()
   local d

@@ -12,9 +12,8 @@
 -- test names (set XSITE_FUZZ_SEED to try another).  A failure prints the
 -- case number and the input.
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-package.path = HERE .. "/../../lua/?.lua;" .. package.path
-local FIXTURES = HERE .. "/fixtures/"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local FIXTURES = h.fixtures
 
 local hostlist = require("xsite.hostlist")
 local config = require("xsite.config")
@@ -81,6 +80,20 @@ local function mutate(r, s, tokens)
   return s
 end
 
+-- The inputs of one parser: every third i random bytes (at most `bytes`),
+-- every third random tokens (at most `count`), and every third a valid
+-- text from `valid(r)`, kept whole once in `keep` times and else mutated.
+local function generator(valid, tokens, bytes, count, keep)
+  return function(r, i)
+    local mode = i % 3
+    if mode == 0 then return random_bytes(r, bytes) end
+    if mode == 1 then return random_tokens(r, tokens, count) end
+    local s = valid(r)
+    if r(keep) == 1 then return s end
+    return mutate(r, s, tokens)
+  end
+end
+
 local function finite(v) return type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge end
 local function whole(v) return finite(v) and v == math.floor(v) end
 
@@ -129,12 +142,7 @@ local function run(salt, gen, call, check, cases)
   assert.is_true(#failures == 0, "seed " .. SEED .. ":\n" .. table.concat(failures, "\n"))
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("*a")
-  f:close()
-  return text
-end
+local read = h.read
 
 -- hostlist --------------------------------------------------------------
 
@@ -166,26 +174,9 @@ local function valid_hostlist(r)
   return table.concat(items, ",")
 end
 
-local function gen_hostlist(r, i)
-  local mode = i % 3
-  if mode == 0 then return random_bytes(r, 24) end
-  if mode == 1 then return random_tokens(r, HOST_TOKENS, 14) end
-  local s = valid_hostlist(r)
-  if r(4) == 1 then return s end
-  return mutate(r, s, HOST_TOKENS)
-end
+local gen_hostlist = generator(valid_hostlist, HOST_TOKENS, 24, 14, 4)
 
-local function sorted_unique(list)
-  local seen, out = {}, {}
-  for _, v in ipairs(list) do
-    if not seen[v] then
-      seen[v] = true
-      out[#out + 1] = v
-    end
-  end
-  table.sort(out)
-  return out
-end
+local sorted_unique = h.sorted_unique
 
 local function same_list(a, b)
   if #a ~= #b then return false end
@@ -247,14 +238,9 @@ local function random_number(r)
 end
 
 local function gen_unit(kind)
-  return function(r, i)
-    local mode = i % 3
-    if mode == 0 then return random_bytes(r, 12) end
-    if mode == 1 then return random_tokens(r, UNIT_TOKENS, 6) end
-    local s = random_number(r) .. (r(6) == 1 and " " or "") .. pick(r, VALID_UNITS[kind])
-    if r(3) == 1 then return s end
-    return mutate(r, s, UNIT_TOKENS)
-  end
+  return generator(function(r)
+    return random_number(r) .. (r(6) == 1 and " " or "") .. pick(r, VALID_UNITS[kind])
+  end, UNIT_TOKENS, 12, 6, 3)
 end
 
 local function check_unit(zero)
@@ -291,14 +277,7 @@ local function valid_profile(r)
   return table.concat(fields, ",")
 end
 
-local function gen_profile(r, i)
-  local mode = i % 3
-  if mode == 0 then return random_bytes(r, 40) end
-  if mode == 1 then return random_tokens(r, PROFILE_TOKENS, 16) end
-  local s = valid_profile(r)
-  if r(4) == 1 then return s end
-  return mutate(r, s, PROFILE_TOKENS)
-end
+local gen_profile = generator(valid_profile, PROFILE_TOKENS, 40, 16, 4)
 
 local function check_profile(input, p, err)
   if p == nil then return is_error(p, err) end
@@ -476,14 +455,7 @@ local function valid_state(r)
   return table.concat(fields, pick(r, { " ", "\n", " \\\n" })) .. "\n"
 end
 
-local function gen_state(r, i)
-  local mode = i % 3
-  if mode == 0 then return random_bytes(r, 60) end
-  if mode == 1 then return random_tokens(r, STATE_TOKENS, 14) end
-  local s = valid_state(r)
-  if r(4) == 1 then return s end
-  return mutate(r, s, STATE_TOKENS)
-end
+local gen_state = generator(valid_state, STATE_TOKENS, 60, 14, 4)
 
 local function check_state(_, st, err)
   if st == nil then
@@ -523,14 +495,7 @@ local function valid_json(r, depth)
   return "{" .. table.concat(items, ",") .. "}"
 end
 
-local function gen_json(r, i)
-  local mode = i % 3
-  if mode == 0 then return random_bytes(r, 30) end
-  if mode == 1 then return random_tokens(r, JSON_TOKENS, 16) end
-  local s = valid_json(r, 0)
-  if r(4) == 1 then return s end
-  return mutate(r, s, JSON_TOKENS)
-end
+local gen_json = generator(function(r) return valid_json(r, 0) end, JSON_TOKENS, 30, 16, 4)
 
 local function check_json(input, v, err)
   if v == nil then
@@ -609,7 +574,7 @@ describe("fuzz (seed " .. SEED .. ", " .. CASES .. " cases per parser)", functio
         read(FIXTURES .. "minimal.conf") .. "Mode=advise MaxSlowdown=1.5 DefaultProfile=p\n"
           .. "ProfileName=p Ops=1e12 Bytes=1GB Exchange=10MB Steps=100 Pattern=halo2d\n"
           .. "ClassName=low Template=fft2d Size=4k\n" },
-      big = { read(FIXTURES .. "full.conf"), read(HERE .. "/../../site-configs/testbed.conf") },
+      big = { read(FIXTURES .. "full.conf"), read(h.root .. "/site-configs/testbed.conf") },
     }
   end)
   teardown(function() hostlist.MAX_HOSTS = saved_max end)
@@ -652,7 +617,7 @@ describe("fuzz (seed " .. SEED .. ", " .. CASES .. " cases per parser)", functio
 
   it("report.step_end takes any traffic record into a valid record that prints clean (seed " .. SEED .. ")",
     function()
-      local c = assert(config.parse(read(HERE .. "/../../site-configs/testbed.conf"), "testbed.conf"))
+      local c = assert(config.parse(read(h.root .. "/site-configs/testbed.conf"), "testbed.conf"))
       TRAFFIC_START = json.encode(report.step_start(c, { job = "42", step = "0", user = "alice", uid = "1001",
         job_nodes = "alpha1,beta1", profile = "medium", start = 1000 }))
       run(60, gen_traffic, step_end, check_traffic, 3000)

@@ -3,7 +3,37 @@
 local root = debug.getinfo(1, "S").source:match("^@(.*)/tests/lua/[^/]*$") or "."
 package.path = root .. "/lua/?.lua;" .. package.path
 
-local M = { root = root }
+local M = { root = root, fixtures = root .. "/tests/lua/fixtures/" }
+
+--- Assert that `actual` is the number `expected`, to 1e-12 relative (a value
+-- built by a multiplication may differ from the literal by one ulp).
+function M.near(expected, actual, what)
+  local assert = require("luassert")
+  assert.is_number(actual, what)
+  assert.is_true(math.abs(actual - expected) <= 1e-12 * math.abs(expected),
+    string.format("%s: expected %.17g, got %.17g", what or "value", expected, actual))
+end
+
+--- A whole file's bytes; fails the spec when it cannot be read.
+function M.read(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("*a")
+  f:close()
+  return text
+end
+
+--- The distinct values of an array, sorted.
+function M.sorted_unique(list)
+  local seen, out = {}, {}
+  for _, v in ipairs(list) do
+    if not seen[v] then
+      seen[v] = true
+      out[#out + 1] = v
+    end
+  end
+  table.sort(out)
+  return out
+end
 
 --- Parse a configuration text; fail the spec on errors.
 function M.config(text)

@@ -1,7 +1,6 @@
 -- Specs for xsite.hostlist: Slurm hostlist expressions, both ways.
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-package.path = HERE .. "/../../lua/?.lua;" .. package.path
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
 
 local hostlist = require("xsite.hostlist")
 
@@ -13,17 +12,7 @@ local function expand_error(list)
   return err
 end
 
-local function sorted_unique(list)
-  local seen, out = {}, {}
-  for _, v in ipairs(list) do
-    if not seen[v] then
-      seen[v] = true
-      out[#out + 1] = v
-    end
-  end
-  table.sort(out)
-  return out
-end
+local sorted_unique = h.sorted_unique
 
 describe("xsite.hostlist.expand", function()
   it("expands hd[001-140] into 140 names padded to three digits", function()
@@ -260,7 +249,6 @@ describe("xsite.hostlist.compress", function()
 end)
 
 describe("xsite.hostlist without expanding", function()
-  local h = dofile(HERE .. "/helpers.lua")
   local cfg = h.config(table.concat({
     "SiteName=a Nodes=a[001-140] Feature=site_a CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s " ..
       "NetBandwidth=1GB/s NetLatency=1us",

@@ -1,17 +1,12 @@
 -- Specs for xsite.profile: --comm-profile values, named, class or explicit.
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-package.path = HERE .. "/../../lua/?.lua;" .. package.path
-local FIXTURES = HERE .. "/fixtures/"
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local FIXTURES = h.fixtures
 
 local config = require("xsite.config")
 local profile = require("xsite.profile")
 
-local function near(expected, actual, what)
-  assert.is_number(actual, what)
-  assert.is_true(math.abs(actual - expected) <= 1e-12 * math.abs(expected),
-    string.format("%s: expected %.17g, got %.17g", what or "value", expected, actual))
-end
+local near = h.near
 
 local function explicit_error(spec)
   local p, err = profile.parse_explicit(spec)

@@ -1,16 +1,11 @@
 -- Specs for xsite.state: the link state and profile state files.
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-package.path = HERE .. "/../../lua/?.lua;" .. package.path
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
 
 local state = require("xsite.state")
 local fs = require("xsite.fs")
 
-local function near(expected, actual, what)
-  assert.is_number(actual, what)
-  assert.is_true(math.abs(actual - expected) <= 1e-12 * math.abs(expected),
-    string.format("%s: expected %.17g, got %.17g", what, expected, actual))
-end
+local near = h.near
 
 describe("xsite.state.parse_link", function()
   it("reads state, bandwidth, latency and time in base units", function()
@@ -82,9 +77,9 @@ describe("xsite.state.load_link", function()
   end)
 
   it("names the file and the reason when the file cannot be read", function()
-    local st, err = state.load_link(HERE)  -- a directory: never opened
+    local st, err = state.load_link(h.root .. "/tests/lua")  -- a directory: never opened
     assert.is_nil(st)
-    assert.are.equal(HERE .. ": a directory, not a regular file; not read", err)
+    assert.are.equal(h.root .. "/tests/lua" .. ": a directory, not a regular file; not read", err)
   end)
 
   it("names the file in the message of a bad file", function()

@@ -2,8 +2,7 @@
 -- Every expected value below is worked out by hand from the prefix and unit
 -- (e.g. 40Gb/s = 40e9 bit/s / 8 = 5e9 B/s), not copied from the code's output.
 
-local HERE = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "."
-package.path = HERE .. "/../../lua/?.lua;" .. package.path
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
 
 local units = require("xsite.units")
 
@@ -23,20 +22,34 @@ local function assert_error(pattern, text, kind, opts)
   assert.matches(pattern, err, 1, true)
 end
 
+-- Each { expected, text } read as `kind`.
+local function reads(kind, cases)
+  for _, c in ipairs(cases) do assert_value(c[1], c[2], kind) end
+end
+
+-- Each { message, text } refused as `kind`, the message naming what is wrong.
+local function refuses(kind, cases)
+  for _, c in ipairs(cases) do assert_error(c[1], c[2], kind) end
+end
+
 describe("xsite.units.parse", function()
   describe("time", function()
     it("reads s, ms, us, µs and ns as seconds", function()
-      assert_value(2, "2s", "time")
-      assert_value(9e-3, "9ms", "time")
-      assert_value(145e-6, "145us", "time")
-      assert_value(145e-6, "145\194\181s", "time")
-      assert_value(900e-9, "900ns", "time")
-      assert_value(1.5e-6, "1.5us", "time")
+      reads("time", {
+        { 2, "2s" },
+        { 9e-3, "9ms" },
+        { 145e-6, "145us" },
+        { 145e-6, "145\194\181s" },
+        { 900e-9, "900ns" },
+        { 1.5e-6, "1.5us" },
+      })
     end)
 
     it("accepts a number in scientific notation before the unit", function()
-      assert_value(1e-3, "1e-3s", "time")
-      assert_value(4500e-6, "4.5E3us", "time")
+      reads("time", {
+        { 1e-3, "1e-3s" },
+        { 4500e-6, "4.5E3us" },
+      })
     end)
 
     it("accepts blanks between the number and the unit", function()
@@ -48,41 +61,51 @@ describe("xsite.units.parse", function()
     end)
 
     it("refuses units of other kinds and misspelled units, naming the unit", function()
-      assert_error("'9MB': unknown unit 'MB' (s, ms, us or ns)", "9MB", "time")
-      assert_error("unknown unit 'sec'", "9sec", "time")
-      assert_error("unknown unit 'Ms'", "9Ms", "time")
+      refuses("time", {
+        { "'9MB': unknown unit 'MB' (s, ms, us or ns)", "9MB" },
+        { "unknown unit 'sec'", "9sec" },
+        { "unknown unit 'Ms'", "9Ms" },
+      })
     end)
   end)
 
   describe("bytes", function()
     it("reads decimal prefixes as powers of 1000, K and k alike", function()
-      assert_value(1, "1B", "bytes")
-      assert_value(1e3, "1kB", "bytes")
-      assert_value(1e3, "1KB", "bytes")
-      assert_value(930e6, "930MB", "bytes")
-      assert_value(8e9, "8GB", "bytes")
-      assert_value(2e12, "2TB", "bytes")
-      assert_value(3e15, "3PB", "bytes")
-      assert_value(1e18, "1EB", "bytes")
+      reads("bytes", {
+        { 1, "1B" },
+        { 1e3, "1kB" },
+        { 1e3, "1KB" },
+        { 930e6, "930MB" },
+        { 8e9, "8GB" },
+        { 2e12, "2TB" },
+        { 3e15, "3PB" },
+        { 1e18, "1EB" },
+      })
     end)
 
     it("reads binary prefixes as powers of 1024", function()
-      assert_value(1024, "1KiB", "bytes")
-      assert_value(1048576, "1MiB", "bytes")
-      assert_value(1073741824, "1GiB", "bytes")
-      assert_value(1099511627776, "1TiB", "bytes")
-      assert_value(1125899906842624, "1PiB", "bytes")
-      assert_value(1.5 * 1073741824, "1.5GiB", "bytes")
+      reads("bytes", {
+        { 1024, "1KiB" },
+        { 1048576, "1MiB" },
+        { 1073741824, "1GiB" },
+        { 1099511627776, "1TiB" },
+        { 1125899906842624, "1PiB" },
+        { 1.5 * 1073741824, "1.5GiB" },
+      })
     end)
 
     it("reads a bare number as bytes", function()
-      assert_value(1000, "1000", "bytes")
-      assert_value(4096, "4096", "bytes")
+      reads("bytes", {
+        { 1000, "1000" },
+        { 4096, "4096" },
+      })
     end)
 
     it("refuses a lower-case m and a lower-case i prefix", function()
-      assert_error("unknown unit 'mB'", "1mB", "bytes")
-      assert_error("unknown unit 'kiB'", "1kiB", "bytes")
+      refuses("bytes", {
+        { "unknown unit 'mB'", "1mB" },
+        { "unknown unit 'kiB'", "1kiB" },
+      })
     end)
 
     it("refuses a rate where an amount is wanted", function()
@@ -110,84 +133,108 @@ describe("xsite.units.parse", function()
 
   describe("bandwidth", function()
     it("reads bytes per second with decimal and binary prefixes", function()
-      assert_value(1, "1B/s", "bandwidth")
-      assert_value(930e6, "930MB/s", "bandwidth")
-      assert_value(2.6e9, "2.6GB/s", "bandwidth")
-      assert_value(1048576, "1MiB/s", "bandwidth")
-      assert_value(60 * 1073741824, "60GiB/s", "bandwidth")
-      assert_value(1e12, "1TB/s", "bandwidth")
+      reads("bandwidth", {
+        { 1, "1B/s" },
+        { 930e6, "930MB/s" },
+        { 2.6e9, "2.6GB/s" },
+        { 1048576, "1MiB/s" },
+        { 60 * 1073741824, "60GiB/s" },
+        { 1e12, "1TB/s" },
+      })
     end)
 
     it("reads a lower-case b or bit as a bit: 40Gb/s is 5e9 B/s", function()
-      assert_value(5e9, "40Gb/s", "bandwidth")          -- 40e9 / 8
-      assert_value(12.5e6, "100Mbit/s", "bandwidth")    -- 100e6 / 8
-      assert_value(1.25e9, "10Gbit/s", "bandwidth")     -- 10e9 / 8
-      assert_value(1, "8b/s", "bandwidth")
-      assert_value(128, "1Kib/s", "bandwidth")          -- 1024 / 8
+      reads("bandwidth", {
+        { 5e9, "40Gb/s" },          -- 40e9 / 8
+        { 12.5e6, "100Mbit/s" },    -- 100e6 / 8
+        { 1.25e9, "10Gbit/s" },     -- 10e9 / 8
+        { 1, "8b/s" },
+        { 128, "1Kib/s" },          -- 1024 / 8
+      })
     end)
 
     it("reads the ps spelling like /s", function()
-      assert_value(1.25e8, "1Gbps", "bandwidth")
-      assert_value(1e9, "1GBps", "bandwidth")
+      reads("bandwidth", {
+        { 1.25e8, "1Gbps" },
+        { 1e9, "1GBps" },
+      })
     end)
 
     it("refuses a bare number and an amount without /s", function()
-      assert_error("'930' needs a unit (B/s, MB/s", "930", "bandwidth")
-      assert_error("'930MB': unknown unit 'MB' (B/s, MB/s", "930MB", "bandwidth")
+      refuses("bandwidth", {
+        { "'930' needs a unit (B/s, MB/s", "930" },
+        { "'930MB': unknown unit 'MB' (B/s, MB/s", "930MB" },
+      })
     end)
 
     it("refuses a rate without an amount and unknown amounts", function()
-      assert_error("unknown unit '/s'", "1/s", "bandwidth")
-      assert_error("unknown unit 'ps'", "1ps", "bandwidth")
-      assert_error("unknown unit 'Gx/s'", "1Gx/s", "bandwidth")
-      assert_error("unknown unit 'GB/h'", "1GB/h", "bandwidth")
+      refuses("bandwidth", {
+        { "unknown unit '/s'", "1/s" },
+        { "unknown unit 'ps'", "1ps" },
+        { "unknown unit 'Gx/s'", "1Gx/s" },
+        { "unknown unit 'GB/h'", "1GB/h" },
+      })
     end)
   end)
 
   describe("flops", function()
     it("reads F with decimal prefixes: 8.5GF is 8.5e9 flop/s", function()
-      assert_value(1, "1F", "flops")
-      assert_value(2e6, "2MF", "flops")
-      assert_value(8.5e9, "8.5GF", "flops")
-      assert_value(1.2e12, "1.2TF", "flops")
+      reads("flops", {
+        { 1, "1F" },
+        { 2e6, "2MF" },
+        { 8.5e9, "8.5GF" },
+        { 1.2e12, "1.2TF" },
+      })
     end)
 
     it("reads the flop/s and FLOPS spellings", function()
-      assert_value(2.5e9, "2.5Gflop/s", "flops")
-      assert_value(2.5e9, "2.5GFlop/s", "flops")
-      assert_value(3e9, "3GFLOPS", "flops")
+      reads("flops", {
+        { 2.5e9, "2.5Gflop/s" },
+        { 2.5e9, "2.5GFlop/s" },
+        { 3e9, "3GFLOPS" },
+      })
     end)
 
     it("refuses a bare number and binary prefixes", function()
-      assert_error("'8' needs a unit (F, MF, GF, TF", "8", "flops")
-      assert_error("unknown unit 'GiF'", "8GiF", "flops")
+      refuses("flops", {
+        { "'8' needs a unit (F, MF, GF, TF", "8" },
+        { "unknown unit 'GiF'", "8GiF" },
+      })
     end)
   end)
 
   describe("count", function()
     it("reads a bare number and decimal prefixes k, K, M, G, T, P", function()
-      assert_value(100, "100", "count")
-      assert_value(1e3, "1k", "count")
-      assert_value(1e3, "1K", "count")
-      assert_value(2e6, "2M", "count")
-      assert_value(1e9, "1G", "count")
-      assert_value(1e12, "1T", "count")
-      assert_value(1e15, "1P", "count")
-      assert_value(1e12, "1e12", "count")
+      reads("count", {
+        { 100, "100" },
+        { 1e3, "1k" },
+        { 1e3, "1K" },
+        { 2e6, "2M" },
+        { 1e9, "1G" },
+        { 1e12, "1T" },
+        { 1e15, "1P" },
+        { 1e12, "1e12" },
+      })
     end)
 
     it("refuses binary prefixes and units", function()
-      assert_error("'1Ki': unknown unit 'Ki' (a plain number, or k, M, G, T, P)", "1Ki", "count")
-      assert_error("unknown unit 'B'", "1B", "count")
+      refuses("count", {
+        { "'1Ki': unknown unit 'Ki' (a plain number, or k, M, G, T, P)", "1Ki" },
+        { "unknown unit 'B'", "1B" },
+      })
     end)
   end)
 
   describe("number", function()
     it("reads a plain number only", function()
-      assert_value(1.1, "1.1", "number")
-      assert_value(1000, "1e3", "number")
-      assert_error("'2x': unknown unit 'x' (none)", "2x", "number")
-      assert_error("unknown unit 'k'", "2k", "number")
+      reads("number", {
+        { 1.1, "1.1" },
+        { 1000, "1e3" },
+      })
+      refuses("number", {
+        { "'2x': unknown unit 'x' (none)", "2x" },
+        { "unknown unit 'k'", "2k" },
+      })
     end)
   end)
 
@@ -234,13 +281,17 @@ describe("xsite.units.parse", function()
     it("names the text and the accepted units when no number leads", function()
       assert_error("'MB/s' is not a number with a unit (B/s, MB/s, GB/s, MiB/s, Mb/s, Gb/s, Mbit/s, Gbit/s)",
         "MB/s", "bandwidth")
-      assert_error("'-5us' is not a number with a unit", "-5us", "time")
-      assert_error("'+5us' is not a number with a unit", "+5us", "time")
-      assert_error("'1.2.3s' is not a number with a unit", "1.2.3s", "time")
-      assert_error("'.s' is not a number with a unit", ".s", "time")
-      assert_error("' 5s' is not a number with a unit", " 5s", "time")
-      assert_error("'inf' is not a number with a unit", "inf", "number")
-      assert_error("'nan' is not a number with a unit", "nan", "number")
+      refuses("time", {
+        { "'-5us' is not a number with a unit", "-5us" },
+        { "'+5us' is not a number with a unit", "+5us" },
+        { "'1.2.3s' is not a number with a unit", "1.2.3s" },
+        { "'.s' is not a number with a unit", ".s" },
+        { "' 5s' is not a number with a unit", " 5s" },
+      })
+      refuses("number", {
+        { "'inf' is not a number with a unit", "inf" },
+        { "'nan' is not a number with a unit", "nan" },
+      })
     end)
 
     it("refuses a hexadecimal number", function()
