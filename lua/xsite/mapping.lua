@@ -5,11 +5,12 @@
 -- neighbouring ranks share a site and a collective crosses the link once.
 -- `bisect` goes further when a run's traffic matrix is known: it chooses which
 -- ranks go to which site so that the bytes across the link are fewest, with
--- each site holding exactly its number of slots (Kernighan-Lin bisection, see
--- xsite(1), map).  Nothing here raises on bad input: `nil, message`.
+-- each site holding exactly its number of slots (METIS's bisection and a
+-- Kernighan-Lin of xsite's own, see xsite(1), map).  Nothing here raises on bad input: `nil, message`.
 -- @module xsite.mapping
 
 local hostlist = require("xsite.hostlist")
+local shell = require("xsite.shell")
 
 local M = {}
 
@@ -92,37 +93,105 @@ function M.check_matrix(w)
   return n
 end
 
---- Balanced bisection of the ranks by Kernighan-Lin: start from the
--- site-major assignment (the first `na` ranks at site 1), then, pass after
--- pass, swap pairs of ranks between the sites while the best prefix of swaps
--- lowers the bytes across.  Each pass picks, among unlocked ranks, the rank
--- of site 1 with the largest gain and its best partner at site 2 (the usual
--- O(n²)-per-pass form), and stops at a pass that gains nothing.
+--- The communication graph of a traffic matrix: each rank's neighbours and
+-- the bytes between them either way (traffic either way crosses the link).
 -- @param w traffic matrix (see cut_bytes), n × n
--- @param na ranks at site 1 (the rest go to site 2)
--- @return side array, the bytes across, the bytes across of the site-major start
-function M.bisect(w, na)
-  local n = #w
-  -- symmetric weights: traffic either way crosses the link
-  local c = {}
+-- @return { n = n, adj = { [i] = { j, bytes, j, bytes, ... } } }
+function M.graph(w)
+  local n, adj = #w, {}
+  for i = 1, n do adj[i] = {} end
   for i = 1, n do
-    c[i] = {}
-    for j = 1, n do c[i][j] = (w[i][j] or 0) + (w[j][i] or 0) end
+    for j = i + 1, n do
+      local c = (w[i][j] or 0) + (w[j][i] or 0)
+      if c > 0 then
+        local a, b = adj[i], adj[j]
+        a[#a + 1], a[#a + 2] = j, c
+        b[#b + 1], b[#b + 2] = i, c
+      end
+    end
   end
+  return { n = n, adj = adj }
+end
+
+--- A communication graph from a list of edges (for graphs too large for a
+-- matrix: 16 384 ranks make 268 million entries).
+-- @param n ranks
+-- @param edges array of { i, j, bytes } (1-based; a pair may repeat, each
+--   direction may be listed: the bytes add up)
+-- @return the graph (see `graph`)
+function M.graph_of_edges(n, edges)
+  local sum = {}
+  for _, e in ipairs(edges) do
+    local i, j = e[1], e[2]
+    if i ~= j then
+      if i > j then i, j = j, i end
+      local k = (i - 1) * n + j
+      sum[k] = (sum[k] or 0) + e[3]
+    end
+  end
+  local adj = {}
+  for i = 1, n do adj[i] = {} end
+  local keys = {}
+  for k in pairs(sum) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    local i, j = math.floor((k - 1) / n) + 1, (k - 1) % n + 1
+    local a, b = adj[i], adj[j]
+    a[#a + 1], a[#a + 2] = j, sum[k]
+    b[#b + 1], b[#b + 2] = i, sum[k]
+  end
+  return { n = n, adj = adj }
+end
+
+--- Bytes that cross between the two sides of an assignment of a graph's
+-- ranks (the same figure as `cut_bytes` of its matrix).
+function M.cut(g, side)
+  local total = 0
+  for i = 1, g.n do
+    local a = g.adj[i]
+    for k = 1, #a, 2 do
+      local j = a[k]
+      if j > i and side[i] ~= side[j] then total = total + a[k + 1] end
+    end
+  end
+  return total
+end
+
+--- The site-major assignment: the first `na` ranks at site 1.
+function M.site_major_sides(n, na)
   local side = {}
   for i = 1, n do side[i] = i <= na and 1 or 2 end
-  local start = M.cut_bytes(w, side)
-  if na == 0 or na == n then return side, start, start end
+  return side
+end
 
+--- Up to this many ranks, `bisect` also runs its own Kernighan-Lin (O(n²) a
+-- pass) and keeps whichever cut is smaller.
+M.KL_MAX = 512
+
+-- Balanced bisection by Kernighan-Lin: start from the site-major assignment
+-- (the first `na` ranks at site 1), then, pass after pass, swap pairs of
+-- ranks between the sites while the best prefix of swaps lowers the bytes
+-- across.  Each pass picks, among unlocked ranks, the rank of site 1 with
+-- the largest gain and its best partner at site 2 (the usual O(n²)-per-pass
+-- form), and stops at a pass that gains nothing.
+local function kernighan_lin(g, na)
+  local n = g.n
+  local c = {}
+  for i = 1, n do
+    local row, a = {}, g.adj[i]
+    for j = 1, n do row[j] = 0 end
+    for k = 1, #a, 2 do row[a[k]] = a[k + 1] end
+    c[i] = row
+  end
+  local side = M.site_major_sides(n, na)
   for _ = 1, 50 do
     -- D[i] = external - internal cost
     local D = {}
     for i = 1, n do
       local ext, int = 0, 0
-      for j = 1, n do
-        if j ~= i then
-          if side[j] == side[i] then int = int + c[i][j] else ext = ext + c[i][j] end
-        end
+      local a = g.adj[i]
+      for k = 1, #a, 2 do
+        if side[a[k]] == side[i] then int = int + a[k + 1] else ext = ext + a[k + 1] end
       end
       D[i] = ext - int
     end
@@ -133,29 +202,31 @@ function M.bisect(w, na)
         if side[i] == 1 and not locked[i] and (not best_a or D[i] > best_a) then a, best_a = i, D[i] end
       end
       local b, best_g
+      local ca = c[a]
       for j = 1, n do
         if side[j] == 2 and not locked[j] then
-          local g = D[a] + D[j] - 2 * c[a][j]
-          if not best_g or g > best_g then b, best_g = j, g end
+          local gain = D[a] + D[j] - 2 * ca[j]
+          if not best_g or gain > best_g then b, best_g = j, gain end
         end
       end
       locked[a], locked[b] = true, true
       swaps[#swaps + 1] = { a, b }
       gains[#gains + 1] = best_g
       -- update D as if a and b had swapped
+      local cb = c[b]
       for i = 1, n do
         if not locked[i] then
           if side[i] == 1 then
-            D[i] = D[i] + 2 * c[i][a] - 2 * c[i][b]
+            D[i] = D[i] + 2 * ca[i] - 2 * cb[i]
           else
-            D[i] = D[i] + 2 * c[i][b] - 2 * c[i][a]
+            D[i] = D[i] + 2 * cb[i] - 2 * ca[i]
           end
         end
       end
     end
     local best_k, best_sum, sum = 0, 0, 0
-    for k, g in ipairs(gains) do
-      sum = sum + g
+    for k, gain in ipairs(gains) do
+      sum = sum + gain
       if sum > best_sum then best_k, best_sum = k, sum end
     end
     if best_k == 0 then break end
@@ -164,7 +235,133 @@ function M.bisect(w, na)
       side[a], side[b] = 2, 1
     end
   end
-  return side, M.cut_bytes(w, side), start
+  return side
+end
+
+-- Move ranks until site 1 has exactly `na`: each time the rank of the fuller
+-- side whose move adds the fewest bytes across (METIS balances to within a
+-- tolerance, a site's slots are exact).
+local function rebalance(g, side, na)
+  local count = 0
+  for i = 1, g.n do if side[i] == 1 then count = count + 1 end end
+  while count ~= na do
+    local from = count > na and 1 or 2
+    local best, best_gain
+    for i = 1, g.n do
+      if side[i] == from then
+        local gain, a = 0, g.adj[i]
+        for k = 1, #a, 2 do
+          gain = gain + (side[a[k]] == from and -a[k + 1] or a[k + 1])
+        end
+        if not best_gain or gain > best_gain then best, best_gain = i, gain end
+      end
+    end
+    side[best] = 3 - from
+    count = count + (from == 1 and -1 or 1)
+  end
+  return side
+end
+
+--- The program that bisects graphs with METIS (Debian's metis package).
+M.GPMETIS = "gpmetis"
+
+--- Balanced bisection by METIS (gpmetis, recursive bisection with the
+-- sites' shares as target weights), made exact by `rebalance`.
+-- @param g the graph
+-- @param na ranks at site 1
+-- @param opts optional: `gpmetis` (the program), `timeout` (seconds, default 60)
+-- @return side array, or nil and a message (no gpmetis, or it failed)
+function M.bisect_metis(g, na, opts)
+  opts = opts or {}
+  local n = g.n
+  if na == 0 or na == n then return M.site_major_sides(n, na) end
+  local dir, made = shell.run({ "mktemp", "-d" }, { stderr = "drop" })
+  dir = dir:gsub("\n$", "")
+  if not made or dir == "" then return nil, "cannot make a temporary directory" end
+  -- METIS wants whole weights below 2^31 in all: scale the bytes down
+  local total, edges = 0, 0
+  for i = 1, n do
+    local a = g.adj[i]
+    for k = 2, #a, 2 do total = total + a[k] end
+    edges = edges + #a / 2
+  end
+  local scale = math.max(1, total / 1e9)
+  local lines = { string.format("%d %d 001", n, edges / 2) }
+  for i = 1, n do
+    local a, words = g.adj[i], {}
+    for k = 1, #a, 2 do
+      words[#words + 1] = string.format("%d %d", a[k], math.max(1, math.floor(a[k + 1] / scale + 0.5)))
+    end
+    lines[#lines + 1] = table.concat(words, " ")
+  end
+  local graph, weights = dir .. "/graph", dir .. "/tpwgts"
+  local f = io.open(graph, "w")
+  local fw = io.open(weights, "w")
+  local side, why
+  if f and fw then
+    f:write(table.concat(lines, "\n"), "\n")
+    f:close()
+    fw:write(string.format("0 = %.6f\n1 = %.6f\n", na / n, 1 - na / n))
+    fw:close()
+    local text, ok = shell.run({ opts.gpmetis or M.GPMETIS, "-ptype=rb", "-ufactor=1", "-ncuts=4", "-seed=1",
+      "-tpwgts=" .. weights, graph, "2" }, { timeout = opts.timeout or 60 })
+    local part = ok and io.open(graph .. ".part.2")
+    if part then
+      side = {}
+      for line in part:lines() do side[#side + 1] = tonumber(line) == 0 and 1 or 2 end
+      part:close()
+      if #side ~= n then side, why = nil, "gpmetis gave " .. #side .. " parts for " .. n .. " ranks" end
+    else
+      why = "gpmetis failed: " .. (text:match("[^\n]*[%a][^\n]*") or "no output")
+    end
+  else
+    if f then f:close() end
+    if fw then fw:close() end
+    why = "cannot write the graph for gpmetis in " .. dir
+  end
+  shell.run({ "rm", "-rf", dir })
+  if not side then return nil, why end
+  return rebalance(g, side, na)
+end
+
+--- Balanced bisection of a communication graph: site 1 gets exactly `na`
+-- ranks and the bytes across are as few as the partitioners find.  METIS
+-- (when gpmetis is installed) and, up to `KL_MAX` ranks, xsite's own
+-- Kernighan-Lin both run; the smaller cut wins, and never one larger than
+-- the site-major order's.
+-- @param g the graph (`graph`, `graph_of_edges`)
+-- @param na ranks at site 1
+-- @param opts optional: see `bisect_metis`
+-- @return side array, the bytes across, those of the site-major order, and
+--   the method that won ("metis", "kernighan-lin" or "site-major"), and a
+--   note when METIS could not run
+function M.bisect_graph(g, na, opts)
+  local n = g.n
+  local best = M.site_major_sides(n, na)
+  local start = M.cut(g, best)
+  local cut, method = start, "site-major"
+  if na == 0 or na == n then return best, cut, start, method end
+  local side, note = M.bisect_metis(g, na, opts)
+  if side then
+    local c = M.cut(g, side)
+    if c < cut then best, cut, method = side, c, "metis" end
+  end
+  if n <= M.KL_MAX then
+    side = kernighan_lin(g, na)
+    local c = M.cut(g, side)
+    if c < cut then best, cut, method = side, c, "kernighan-lin" end
+  end
+  return best, cut, start, method, note
+end
+
+--- `bisect_graph` of a traffic matrix.
+-- @param w traffic matrix (see cut_bytes), n × n
+-- @param na ranks at site 1 (the rest go to site 2)
+-- @param opts optional: see `bisect_metis`
+-- @return side array, the bytes across, those of the site-major order,
+--   the method, a note (see `bisect_graph`)
+function M.bisect(w, na, opts)
+  return M.bisect_graph(M.graph(w), na, opts)
 end
 
 --- Put ranks on slots: the ranks of each site take that site's slots in

@@ -114,7 +114,7 @@ fake_allocation() {
     io.write("{\"version\":1,\"job\":7,\"ranks\":8,\"cross\":{\"bytes\":0,\"messages\":0,\"p2p_bytes\":0,"
       .. "\"p2p_messages\":0,\"coll_bytes\":0,\"coll_messages\":0},\"matrix\":[" .. table.concat(rows, ",") .. "]}\n")' >"$f"
   run -0 --separate-stderr "$RUN" --dry-run --comm-graph "$f" ./app
-  [[ $stderr == *'predicted bytes across the link'* ]]
+  [[ $stderr == *'predicted bytes across the link'*'placed by '* ]]
   # ranks i and i+4 share a site
   local hosts
   mapfile -t hosts < <(sed -n '2,$p' <<<"$output")

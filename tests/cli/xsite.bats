@@ -278,6 +278,17 @@ with_link_state() {
   run -0 "${map[@]}" --format json
 }
 
+@test "map --comm-graph --format json says how the ranks were placed and what crosses" {
+  # ranks 0 and 2 talk, and 1 and 3: site-major (0,1 | 2,3) cuts all 2000
+  # bytes; a bisection that keeps each pair at one site cuts none
+  local f=$BATS_TEST_TMPDIR/rec.json cross='"cross":{"bytes":0,"messages":0,"p2p_bytes":0,"p2p_messages":0,"coll_bytes":0,"coll_messages":0}'
+  printf '{"version":1,"ranks":4,%s,"matrix":[[0,0,500,0],[0,0,0,500],[500,0,0,0],[0,500,0,0]]}\n' "$cross" >"$f"
+  run -0 --separate-stderr xsite --config "$REPO/site-configs/testbed.conf" map --nodelist alpha1,beta1 \
+    --tasks-per-node '2(x2)' --comm-graph "$f" --format json
+  run -0 jq -r '"\(.cross_bytes) \(.cross_bytes_site_major) \(.placed_by)"' <<<"$output"
+  [[ $output == "0 2000 metis" || $output == "0 2000 kernighan-lin" ]]
+}
+
 @test "config --set takes each key out of its line and writes it at the end; the result is checked" {
   local f=$BATS_TEST_TMPDIR/x.conf
   sed -e '/^Mode=/d' -e 's|^LinkStateFile=.*|Mode=enforce LinkStateFile=/old/link.state  # measured|' \

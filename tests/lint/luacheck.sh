@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# luacheck.sh: luacheck over the Lua library, the specs (not their fixtures)
+# luacheck.sh: luacheck over the Lua library, the benchmarks' Lua, the specs
+# (not their fixtures)
 # and the built xsite command; one TAP test per file.  Uses the project's
 # .luacheckrc when there is one; without it, std max (+busted for the specs).
 set -euo pipefail
@@ -46,6 +47,10 @@ main() {
   while IFS= read -r f; do
     lib+=("$f")
   done < <(find lua -name '*.lua' -type f | LC_ALL=C sort)
+  # the benchmarks' Lua
+  while IFS= read -r f; do
+    lib+=("$f")
+  done < <(find tests/bench -name '*.lua' -type f | LC_ALL=C sort)
   if [[ -n ${XSITE:-} && -f $XSITE ]]; then
     lib+=("$XSITE")
   fi

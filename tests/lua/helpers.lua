@@ -22,6 +22,15 @@ function M.read(path)
   return text
 end
 
+--- A repeatable stream of pseudo-random numbers (Park-Miller): returns a
+-- function of n giving a number in 0 .. n - 1.
+function M.random(seed)
+  return function(n)
+    seed = (seed * 16807) % 2147483647
+    return seed % n
+  end
+end
+
 --- The distinct values of an array, sorted.
 function M.sorted_unique(list)
   local seen, out = {}, {}

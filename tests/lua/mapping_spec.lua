@@ -67,11 +67,7 @@ describe("xsite.mapping", function()
   end)
 
   it("never does worse than site-major and stays near the optimum on random graphs", function()
-    local seed = 7
-    local function rand(n)
-      seed = (seed * 16807) % 2147483647
-      return seed % n
-    end
+    local rand = h.random(7)
     local worse = 0
     for _ = 1, 40 do
       local n = 4 + rand(7)
@@ -100,6 +96,81 @@ describe("xsite.mapping", function()
     local slots = { { host = "a1" }, { host = "a2" }, { host = "b1" }, { host = "b2" } }
     local out = mapping.assign(slots, { 2, 1, 2, 1 }, 2)
     assert.are.same({ "b1", "a1", "b2", "a2" }, { out[1].host, out[2].host, out[3].host, out[4].host })
+  end)
+
+  it("counts the same bytes across on its graph as on the matrix", function()
+    local rand = h.random(11)
+    for _ = 1, 20 do
+      local n = 2 + rand(12)
+      local w, edges, side = zeros(n), {}, {}
+      for i = 1, n do
+        side[i] = rand(2) + 1
+        for j = 1, n do
+          if i ~= j and rand(2) == 0 then
+            w[i][j] = rand(1000)
+            edges[#edges + 1] = { i, j, w[i][j] }
+          end
+        end
+      end
+      local expected = mapping.cut_bytes(w, side)
+      assert.are.equal(expected, mapping.cut(mapping.graph(w), side))
+      assert.are.equal(expected, mapping.cut(mapping.graph_of_edges(n, edges), side))
+    end
+  end)
+
+  describe("with METIS", function()
+    -- install-deps installs Debian's metis: without gpmetis these fail
+    local function halo(px, py)
+      local edges = {}
+      for y = 0, py - 1 do
+        for x = 0, px - 1 do
+          local r = y * px + x + 1
+          if x + 1 < px then edges[#edges + 1] = { r, r + 1, 100 } end
+          if y + 1 < py then edges[#edges + 1] = { r, r + px, 100 } end
+        end
+      end
+      return mapping.graph_of_edges(px * py, edges)
+    end
+
+    it("bisects a 4096-rank halo near its best cut, where site-major cuts 4 times as much", function()
+      -- a 128 x 32 grid numbered row by row: site-major cuts across the
+      -- 128 columns; the best bisection cuts along the 32 rows
+      local g = halo(128, 32)
+      local side, cut, start, method, note = mapping.bisect_graph(g, 2048)
+      assert.is_nil(note)
+      assert.are.equal("metis", method)
+      assert.are.equal(128 * 100, start)
+      assert.is_true(cut >= 32 * 100 and cut <= 1.25 * 32 * 100, "cut " .. cut)
+      assert.are.equal(cut, mapping.cut(g, side))
+    end)
+
+    it("gives each site exactly its ranks, also for uneven sites", function()
+      for _, na in ipairs({ 1, 5, 100, 333, 511 }) do
+        local side = assert(mapping.bisect_metis(halo(32, 16), na))
+        local count = 0
+        for i = 1, 512 do if side[i] == 1 then count = count + 1 end end
+        assert.are.equal(na, count)
+      end
+    end)
+
+    it("finds a planted partition of 2000 ranks", function()
+      -- two groups of 1000 interleaved by rank number, each a ring
+      local edges = {}
+      for i = 1, 2000 do edges[#edges + 1] = { i, (i + 1) % 2000 + 1, 50 } end
+      local g = mapping.graph_of_edges(2000, edges)
+      local side, cut, start = mapping.bisect_graph(g, 1000)
+      assert.are.equal(0, cut)
+      assert.is_true(start > 0)
+      assert.are.equal(side[1], side[3])
+    end)
+
+    it("says why when gpmetis cannot run, and bisects with its own Kernighan-Lin", function()
+      local side, cut, start, method, note = mapping.bisect_graph(halo(8, 4), 16, { gpmetis = "/nonexistent/gpmetis" })
+      assert.matches("gpmetis failed", note)
+      assert.are.equal("kernighan-lin", method)
+      assert.is_true(cut < start)
+      assert.are.equal(cut, mapping.cut(halo(8, 4), side))
+    end)
   end)
 
   it("checks a traffic matrix", function()

@@ -22,7 +22,8 @@ Usage: xsite map [--nodelist LIST] [--tasks-per-node SPEC] [--comm-graph FILE]
 Order an allocation's task slots site by site, for srun's SLURM_HOSTFILE
 (--distribution=arbitrary) or Open MPI's rankfile; with --comm-graph, the
 traffic matrix a previous run recorded (libxsite's record), choose which
-ranks go to which site so that the fewest bytes cross the link.
+ranks go to which site so that the fewest bytes cross the link (METIS's
+gpmetis and, up to 512 ranks, xsite's own Kernighan-Lin: the smaller cut).
 
   --nodelist LIST        the nodes (default: $SLURM_JOB_NODELIST)
   --tasks-per-node SPEC  e.g. 2(x4) (default: $SLURM_TASKS_PER_NODE)
@@ -78,7 +79,7 @@ function M.run(opts, _, io_, global)
   local m, merr = mapping.site_major(cfg, nodes, counts)
   if not m then err(io_, "xsite map: %s\n", merr) return 1 end
   local na = m.per_site[cfg.sites[1].name]
-  local ranks, cut, start = m.slots, nil, nil
+  local ranks, cut, start, method = m.slots, nil, nil, nil
   if opts["comm-graph"] then
     local w, werr = read_matrix(opts["comm-graph"])
     if not w then err(io_, "xsite map: --comm-graph: %s\n", werr) return 1 end
@@ -86,15 +87,16 @@ function M.run(opts, _, io_, global)
       err(io_, "xsite map: --comm-graph: the record has %d ranks, the allocation %d task slots\n", #w, #m.slots)
       return 1
     end
-    local side
-    side, cut, start = mapping.bisect(w, na)
+    local side, note
+    side, cut, start, method, note = mapping.bisect(w, na)
+    if note then err(io_, "xsite map: --comm-graph: METIS not used (%s)\n", note) end
     ranks = mapping.assign(m.slots, side, na)
   end
   if opts.verbose then
     for r, slot in ipairs(ranks) do err(io_, "xsite: rank %d -> %s (site %s)\n", r - 1, slot.host, slot.site) end
     if cut then
-      err(io_, "xsite: predicted bytes across the link: %s (site-major order: %s)\n",
-        units.format_bytes(cut), units.format_bytes(start))
+      err(io_, "xsite: predicted bytes across the link: %s (site-major order: %s; placed by %s)\n",
+        units.format_bytes(cut), units.format_bytes(start), method)
     end
   end
   if format == "json" then
@@ -104,7 +106,7 @@ function M.run(opts, _, io_, global)
         slot = slot["local"] % cfg.site_by_name[slot.site].cores }
     end
     out(io_, "%s\n", json.encode({ ranks = list_, per_site = m.per_site, cross_bytes = cut,
-      cross_bytes_site_major = start }))
+      cross_bytes_site_major = start, placed_by = method }))
   else
     for r, slot in ipairs(ranks) do
       if format == "hostfile" then
