@@ -66,6 +66,8 @@ int main(int argc, char **argv)
 				case BARRIER:
 					MPI_Barrier(MPI_COMM_WORLD);
 					break;
+				default: /* the loop runs over the collectives above */
+					MPI_Abort(MPI_COMM_WORLD, 2);
 				}
 				if (i >= 0)
 					t += MPI_Wtime() - t0;

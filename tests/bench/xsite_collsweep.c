@@ -78,6 +78,8 @@ int main(int argc, char **argv)
 					MPI_Allgather(a, (int)blk, MPI_DOUBLE, b, (int)blk, MPI_DOUBLE,
 						      MPI_COMM_WORLD);
 					break;
+				default: /* the loop runs over the collectives above */
+					MPI_Abort(MPI_COMM_WORLD, 2);
 				}
 				if (!sync && i > 0)
 					t += MPI_Wtime() - t0;

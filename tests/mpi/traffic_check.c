@@ -189,6 +189,7 @@ static void p2p_cases(void)
 			case 5: MPI_Ibsend(buf, N, MPI_INT, peer, i, MPI_COMM_WORLD, &r[1]); break;
 			case 6: MPI_Rsend(buf, N, MPI_INT, peer, i, MPI_COMM_WORLD); break;
 			case 7: MPI_Irsend(buf, N, MPI_INT, peer, i, MPI_COMM_WORLD, &r[1]); break;
+			default: MPI_Abort(MPI_COMM_WORLD, 2); /* kinds 0-7 only */
 			}
 			if (one[i].kind == 3 || one[i].kind == 4 || one[i].kind == 5 ||
 			    one[i].kind == 7)
