@@ -53,6 +53,9 @@ local profile = require("xsite.profile")
 local policy = require("xsite.policy")
 local record = require("xsite.record")
 local replay = require("xsite.replay")
+local fs = require("xsite.fs")
+local mapping = require("xsite.mapping")
+local shell = require("xsite.shell")
 
 local M = {}
 
@@ -611,6 +614,46 @@ function M.svg(rec, acct, max_slowdown)
   end
   add("</svg>")
   return table.concat(o, "\n") .. "\n"
+end
+
+--- The most job directories of ReportDir that `earlier_matrix` reads (the
+-- newest job ids first).
+M.MAX_EARLIER = 64
+
+--- The traffic matrix of the latest earlier run of a profile: in the newest
+-- records of ReportDir that the caller can read, the last step with a
+-- matrix of `ranks` ranks of a job of `uid` run with the profile `label`.
+-- Runs as the user (xsite map, for xsite-run): records of other users'
+-- jobs are not readable and are passed over.
+-- @param dir ReportDir
+-- @param label the profile's label (as the record has it: a name, a class,
+--   or an explicit spec without blanks)
+-- @param ranks the rank count the matrix must have
+-- @param uid the job owner's uid
+-- @return the matrix and the job id, or nil and why none was found
+function M.earlier_matrix(dir, label, ranks, uid)
+  local text, ok = shell.run({ "find", dir, "-mindepth", "1", "-maxdepth", "1", "-type", "d",
+    "-name", "[0-9]*", "-printf", "%f\n" }, { timeout = 30, stderr = "drop" })
+  if not ok then return nil, string.format("cannot list %s", dir) end
+  local ids = {}
+  for id in text:gmatch("[^\n]+") do
+    if id:match("^%d+$") then ids[#ids + 1] = id end
+  end
+  table.sort(ids, function(a, b) return #a > #b or (#a == #b and a > b) end)
+  for i = 1, math.min(#ids, M.MAX_EARLIER) do
+    local body = fs.read_capped(string.format("%s/%s/%s", dir, ids[i], M.FILE), M.MAX_RECORD)
+    local rec = body and M.decode(body, ids[i])
+    if rec and rec.uid == uid and present(rec.profile) and rec.profile.label == label then
+      for k = #rec.steps, 1, -1 do
+        local mpi = rec.steps[k].mpi
+        if present(mpi) and type(mpi.matrix) == "table" and mapping.check_matrix(mpi.matrix) == ranks then
+          return mpi.matrix, rec.job
+        end
+      end
+    end
+  end
+  return nil, string.format("no record of an earlier run of profile '%s' with %d ranks among the %d newest in %s",
+    label, ranks, math.min(#ids, M.MAX_EARLIER), dir)
 end
 
 return M

@@ -21,3 +21,11 @@ xsite_command() {
   fi
   export XSITE
 }
+
+# earlier_report DIR JOB UID PROFILE MATRIX: a job's report in DIR (ReportDir),
+# with one step whose traffic matrix is MATRIX (JSON)
+earlier_report() {
+  mkdir -p "$1/$2"
+  printf '{"schema":"xsite-report","version":1,"job":"%s","uid":%s,"sites":["alpha","beta"],"nodes":{"split":[2,2]},"link":{"latency":0.001,"bandwidth":1.25e8},"profile":{"label":"%s"},"steps":[{"step":"0","mpi":{"ranks":4,"matrix":%s}}]}\n' \
+    "$2" "$3" "$4" "$5" >"$1/$2/report.json"
+}

@@ -130,6 +130,35 @@ fake_allocation() {
   [[ $stderr == *'job at one site: no Open MPI settings for the link'* ]]
 }
 
+@test "the job's --comm-profile places the ranks by the traffic of its latest earlier run, with no flag" {
+  fake_allocation
+  local dir=$BATS_TEST_TMPDIR/reports matrix
+  matrix=$(lua5.1 -e '
+    local rows = {}
+    for i = 0, 7 do
+      local r = {}
+      for j = 0, 7 do r[#r + 1] = (math.abs(i - j) == 4) and 1000000 or 0 end
+      rows[#rows + 1] = "[" .. table.concat(r, ",") .. "]"
+    end
+    io.write("[" .. table.concat(rows, ",") .. "]")')
+  earlier_report "$dir" 41 "$(id -u)" halo "$matrix"
+  "$XSITE" config "$XSITE_CONF" --set "ReportDir=$dir" >"$BATS_TEST_TMPDIR/xsite.conf"
+  export XSITE_CONF=$BATS_TEST_TMPDIR/xsite.conf SLURM_SPANK__SLURM_SPANK_OPTION_xsite_comm_profile=halo
+  run -0 --separate-stderr "$RUN" --dry-run ./app
+  [[ $stderr == *'ranks placed by the traffic of job 41 (profile halo)'* ]]
+  local hosts i
+  mapfile -t hosts < <(sed -n '2,$p' <<<"$output")
+  for i in 0 1 2 3; do
+    [[ ${hosts[i]:0:4} == "${hosts[i + 4]:0:4}" ]]
+  done
+  # another profile has no earlier run: site by site
+  export SLURM_SPANK__SLURM_SPANK_OPTION_xsite_comm_profile=gromacs
+  run -0 --separate-stderr "$RUN" --dry-run ./app
+  [[ $stderr == *'no earlier run of profile gromacs with this many ranks in ReportDir: site by site'* ]]
+  mapfile -t hosts < <(sed -n '2,$p' <<<"$output")
+  [[ ${hosts[0]:0:4} == alph && ${hosts[4]:0:4} == beta ]]
+}
+
 @test "a node in no site of the configuration fails with xsite map's message" {
   export SLURM_JOB_ID=99 SLURM_JOB_NODELIST="gamma1,alpha1" SLURM_TASKS_PER_NODE="1(x2)"
   run -1 "$RUN" --dry-run ./app

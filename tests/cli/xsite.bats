@@ -289,6 +289,27 @@ with_link_state() {
   [[ $output == "0 2000 metis" || $output == "0 2000 kernighan-lin" ]]
 }
 
+@test "map --comm-profile places the ranks by the latest earlier run of the profile with as many ranks, of your own jobs" {
+  local dir=$BATS_TEST_TMPDIR/reports me
+  me=$(id -u)
+  # pairs (0,2) and (1,3) talk: site-major cuts both, a good bisection neither
+  earlier_report "$dir" 100 "$me" halo '[[0,0,500,0],[0,0,0,500],[500,0,0,0],[0,500,0,0]]'
+  # newer, but another user's job, another profile, or another rank count
+  earlier_report "$dir" 101 $((me + 1)) halo '[[0,500,0,0],[500,0,0,0],[0,0,0,500],[0,0,500,0]]'
+  earlier_report "$dir" 102 "$me" other '[[0,500,0,0],[500,0,0,0],[0,0,0,500],[0,0,500,0]]'
+  earlier_report "$dir" 103 "$me" halo '[[0,1],[1,0]]'
+  local map=(xsite --config "$REPO/site-configs/testbed.conf" map --nodelist 'alpha1,beta1' --tasks-per-node '2(x2)'
+    --report-dir "$dir" --format json)
+  run -0 --separate-stderr "${map[@]}" --comm-profile halo
+  run -0 jq -r '"\(.traffic_of_job) \(.cross_bytes) \(.cross_bytes_site_major)"' <<<"$output"
+  assert_output "100 0 2000"
+  # no earlier run: site by site, and --verbose says why
+  run -0 --separate-stderr "${map[@]}" --comm-profile gromacs --verbose
+  run -0 jq -r '"\(.traffic_of_job) \(.placed_by) \([.ranks[].site] | join(","))"' <<<"$output"
+  assert_output "null null alpha,alpha,beta,beta"
+  [[ $stderr == *"no record of an earlier run of profile 'gromacs' with 4 ranks among the 4 newest in $dir; site by site"* ]]
+}
+
 @test "config --set takes each key out of its line and writes it at the end; the result is checked" {
   local f=$BATS_TEST_TMPDIR/x.conf
   sed -e '/^Mode=/d' -e 's|^LinkStateFile=.*|Mode=enforce LinkStateFile=/old/link.state  # measured|' \

@@ -181,6 +181,32 @@ check_site_major() {
 	((before >= 16000000 && after < 1000))
 }
 
+@test "--comm-profile: the next run of a profile is placed by the traffic of the last, with no flag" {
+	# the first run: site by site; libxsite's record goes into the job's
+	# report (the SPANK plugin's XSITE_TRAFFIC_FILE), with its matrix
+	mpi_alloc alpha1,alpha2,beta1,beta2 --comm-profile=low bash -c 'printf "job=%s\n" "$SLURM_JOB_ID"; exec "$@"' \
+		bash "$XT_XSITE_RUN" env LD_PRELOAD="$W/libxsite.so" "$W/pairs" -b 1000000 -i 2
+	assert_equal "$status" 0
+	check_site_major "$output"
+	local first
+	first=$(sed -n 's/^job=//p' <<<"$output")
+	run -0 report_of "$first" 0
+	run -0 jq '.profile.label, (.steps[] | select(.step == "0") | .mpi.matrix | length)' <<<"$output"
+	assert_output "$(printf '"low"\n8')"
+	# the second run of the profile, with no flag: partners at one site
+	mpi_alloc alpha1,alpha2,beta1,beta2 --comm-profile=low \
+		"$XT_XSITE_RUN" --verbose env LD_PRELOAD="$W/libxsite.so" "$W/pairs" -b 1000000 -i 2
+	assert_equal "$status" 0
+	printf '%s\n' "$stderr" | grep -E 'placed|predicted' | tap_note
+	[[ $stderr == *"xsite-run: ranks placed by the traffic of job $first (profile low)"* ]]
+	local r h1 h2
+	for r in 0 1 2 3; do
+		h1=$(sed -nE "s/^rank $r host (.*)$/\1/p" <<<"$output")
+		h2=$(sed -nE "s/^rank $((r + 4)) host (.*)$/\1/p" <<<"$output")
+		[[ ${h1:0:4} == "${h2:0:4}" ]]
+	done
+}
+
 @test "a spanning job gets the link settings and the rules file on every node; a one-site job none" {
 	run -0 --separate-stderr in_alloc alpha1,alpha2,beta1,beta2 \
 		"$XT_XSITE_RUN" --verbose \

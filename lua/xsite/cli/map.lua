@@ -4,7 +4,9 @@
 local common = require("xsite.cli.common")
 local hostlist = require("xsite.hostlist")
 local json = require("xsite.json")
+local fs = require("xsite.fs")
 local mapping = require("xsite.mapping")
+local report = require("xsite.report")
 local traffic = require("xsite.traffic")
 local units = require("xsite.units")
 
@@ -13,10 +15,12 @@ local out, err = common.out, common.err
 local M = {
   summary = "the site-major rank order of an allocation (for xsite-run)",
   options = {
-    nodelist = true, ["tasks-per-node"] = true, ["comm-graph"] = true, format = true, verbose = false,
+    nodelist = true, ["tasks-per-node"] = true, ["comm-graph"] = true, ["comm-profile"] = true,
+    ["report-dir"] = true, format = true, verbose = false,
   },
-  usage = [[
-Usage: xsite map [--nodelist LIST] [--tasks-per-node SPEC] [--comm-graph FILE]
+  usage = [=[
+Usage: xsite map [--nodelist LIST] [--tasks-per-node SPEC]
+                 [--comm-graph FILE | --comm-profile PROFILE [--report-dir DIR]]
                  [--format hostfile|rankfile|json] [--verbose]
 
 Order an allocation's task slots site by site, for srun's SLURM_HOSTFILE
@@ -28,9 +32,13 @@ gpmetis and, up to 512 ranks, xsite's own Kernighan-Lin: the smaller cut).
   --nodelist LIST        the nodes (default: $SLURM_JOB_NODELIST)
   --tasks-per-node SPEC  e.g. 2(x4) (default: $SLURM_TASKS_PER_NODE)
   --comm-graph FILE      a traffic record with a "matrix" of bytes rank to rank
+  --comm-profile P       without --comm-graph: the matrix of the latest earlier
+                         run of your jobs with profile P and as many ranks, from
+                         their reports in ReportDir (none found: site by site)
+  --report-dir DIR       where the reports are (default: ReportDir of xsite.conf)
   --format F             hostfile (default), rankfile or json
   --verbose              the map and the bytes across on stderr
-]],
+]=],
 }
 
 -- The traffic matrix of a libxsite record (xsite.traffic reads it; the
@@ -80,20 +88,32 @@ function M.run(opts, _, io_, global)
   if not m then err(io_, "xsite map: %s\n", merr) return 1 end
   local na = m.per_site[cfg.sites[1].name]
   local ranks, cut, start, method = m.slots, nil, nil, nil
+  local w, from, from_job
   if opts["comm-graph"] then
-    local w, werr = read_matrix(opts["comm-graph"])
+    local werr
+    w, werr = read_matrix(opts["comm-graph"])
     if not w then err(io_, "xsite map: --comm-graph: %s\n", werr) return 1 end
     if #w ~= #m.slots then
       err(io_, "xsite map: --comm-graph: the record has %d ranks, the allocation %d task slots\n", #w, #m.slots)
       return 1
     end
+  elseif opts["comm-profile"] then
+    local job_or_why
+    w, job_or_why = report.earlier_matrix(opts["report-dir"] or cfg.policy.report_dir, opts["comm-profile"],
+      #m.slots, fs.euid())
+    from_job = w and job_or_why
+    from = w and string.format("the traffic of job %s (profile %s)", job_or_why, opts["comm-profile"])
+    if not w and opts.verbose then err(io_, "xsite map: --comm-profile: %s; site by site\n", job_or_why) end
+  end
+  if w then
     local side, note
     side, cut, start, method, note = mapping.bisect(w, na)
-    if note then err(io_, "xsite map: --comm-graph: METIS not used (%s)\n", note) end
+    if note then err(io_, "xsite map: METIS not used (%s)\n", note) end
     ranks = mapping.assign(m.slots, side, na)
   end
   if opts.verbose then
     for r, slot in ipairs(ranks) do err(io_, "xsite: rank %d -> %s (site %s)\n", r - 1, slot.host, slot.site) end
+    if from then err(io_, "xsite: ranks placed by %s\n", from) end
     if cut then
       err(io_, "xsite: predicted bytes across the link: %s (site-major order: %s; placed by %s)\n",
         units.format_bytes(cut), units.format_bytes(start), method)
@@ -106,7 +126,7 @@ function M.run(opts, _, io_, global)
         slot = slot["local"] % cfg.site_by_name[slot.site].cores }
     end
     out(io_, "%s\n", json.encode({ ranks = list_, per_site = m.per_site, cross_bytes = cut,
-      cross_bytes_site_major = start, placed_by = method }))
+      cross_bytes_site_major = start, placed_by = method, traffic_of_job = from_job }))
   else
     for r, slot in ipairs(ranks) do
       if format == "hostfile" then
