@@ -26,11 +26,12 @@ as() {
 
 # update ARGS...: scontrol update as the user.  Slurm 24.11 now and then
 # answers a valid update with EAGAIN ("Resource temporarily unavailable":
-# try again); that answer, and only that, is tried again, up to 5 times a
-# second apart
+# try again), more often on a loaded machine (5 tries a second apart were
+# once all refused so, with two test runs sharing 2 cores); that answer, and
+# only that, is tried again, for up to 30 s
 update() {
 	local try out
-	for try in 1 2 3 4 5; do
+	for ((try = 1; try <= 30; try++)); do
 		if out=$(as scontrol update "$@" 2>&1); then
 			printf '%s\n' "$out"
 			return 0
