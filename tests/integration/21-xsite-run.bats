@@ -94,6 +94,20 @@ mpi_alloc() {
 	done
 }
 
+# check_partners OUTPUT: "rank R host H" lines of 8 ranks: each rank R and its
+# partner R+4 (pairs -b) at one site
+check_partners() {
+	local r h1 h2
+	for r in 0 1 2 3; do
+		h1=$(sed -nE "s/^rank $r host (.*)$/\1/p" <<<"$1")
+		h2=$(sed -nE "s/^rank $((r + 4)) host (.*)$/\1/p" <<<"$1")
+		[[ ${h1:0:4} == "${h2:0:4}" ]] || {
+			printf 'rank %d at %s, its partner %d at %s\n' "$r" "$h1" "$((r + 4))" "$h2" >&2
+			return 1
+		}
+	done
+}
+
 # check_site_major OUTPUT: "rank R host H" lines of 8 ranks: 0-3 at alpha, 4-7 at beta
 check_site_major() {
 	local lines
@@ -167,13 +181,7 @@ check_site_major() {
 	assert_equal "$status" 0
 	printf '%s\n' "$stderr" | grep 'predicted' | tap_note
 	[[ $stderr =~ predicted\ bytes\ across\ the\ link:\ ([^(]*)\ \(site-major\ order:\ ([^)]*)\) ]]
-	# each rank R and its partner R+4 at one site
-	local r h1 h2
-	for r in 0 1 2 3; do
-		h1=$(sed -nE "s/^rank $r host (.*)$/\1/p" <<<"$output")
-		h2=$(sed -nE "s/^rank $((r + 4)) host (.*)$/\1/p" <<<"$output")
-		[[ ${h1:0:4} == "${h2:0:4}" ]]
-	done
+	check_partners "$output"
 	local after
 	after=$(jq '.cross.bytes' "$rec2")
 	printf '# --comm-graph order: %s bytes across (was %s)\n' "$after" "$before" >&3
@@ -199,12 +207,7 @@ check_site_major() {
 	assert_equal "$status" 0
 	printf '%s\n' "$stderr" | grep -E 'placed|predicted' | tap_note
 	[[ $stderr == *"xsite-run: ranks placed by the traffic of job $first (profile low)"* ]]
-	local r h1 h2
-	for r in 0 1 2 3; do
-		h1=$(sed -nE "s/^rank $r host (.*)$/\1/p" <<<"$output")
-		h2=$(sed -nE "s/^rank $((r + 4)) host (.*)$/\1/p" <<<"$output")
-		[[ ${h1:0:4} == "${h2:0:4}" ]]
-	done
+	check_partners "$output"
 }
 
 @test "a spanning job gets the link settings and the rules file on every node; a one-site job none" {
