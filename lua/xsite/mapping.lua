@@ -6,7 +6,8 @@
 -- `bisect` goes further when a run's traffic matrix is known: it chooses which
 -- ranks go to which site so that the bytes across the link are fewest, with
 -- each site holding exactly its number of slots (METIS's bisection and a
--- Kernighan-Lin of xsite's own, see xsite(1), map).  Nothing here raises on bad input: `nil, message`.
+-- Kernighan-Lin of xsite's own, see xsite(1), map).  Nothing here raises on
+-- bad input: `nil, message`.
 -- @module xsite.mapping
 
 local hostlist = require("xsite.hostlist")

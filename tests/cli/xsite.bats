@@ -303,11 +303,16 @@ with_link_state() {
   run -0 --separate-stderr "${map[@]}" --comm-profile halo
   run -0 jq -r '"\(.traffic_of_job) \(.cross_bytes) \(.cross_bytes_site_major)"' <<<"$output"
   assert_output "100 0 2000"
+  # an explicit spec is found by its label, which has no blanks
+  earlier_report "$dir" 104 "$me" 'op=1e9,b=1e9,x=1e6' '[[0,0,500,0],[0,0,0,500],[500,0,0,0],[0,500,0,0]]'
+  run -0 --separate-stderr "${map[@]}" --comm-profile 'op=1e9, b=1e9, x=1e6'
+  run -0 jq -r '.traffic_of_job' <<<"$output"
+  assert_output "104"
   # no earlier run: site by site, and --verbose says why
   run -0 --separate-stderr "${map[@]}" --comm-profile gromacs --verbose
   run -0 jq -r '"\(.traffic_of_job) \(.placed_by) \([.ranks[].site] | join(","))"' <<<"$output"
   assert_output "null null alpha,alpha,beta,beta"
-  [[ $stderr == *"no record of an earlier run of profile 'gromacs' with 4 ranks among the 4 newest in $dir; site by site"* ]]
+  [[ $stderr == *"no record of an earlier run of profile 'gromacs' with 4 ranks among the 5 newest in $dir; site by site"* ]]
 }
 
 @test "config --set takes each key out of its line and writes it at the end; the result is checked" {

@@ -6,6 +6,7 @@ local hostlist = require("xsite.hostlist")
 local json = require("xsite.json")
 local fs = require("xsite.fs")
 local mapping = require("xsite.mapping")
+local profile = require("xsite.profile")
 local report = require("xsite.report")
 local traffic = require("xsite.traffic")
 local units = require("xsite.units")
@@ -98,9 +99,13 @@ function M.run(opts, _, io_, global)
       return 1
     end
   elseif opts["comm-profile"] then
+    -- the label the job's report has: through the profile's own `label`
+    -- (an explicit spec loses its blanks); a profile that does not resolve
+    -- is looked for as given
+    local p = profile.resolve(opts["comm-profile"], cfg)
     local job_or_why
-    w, job_or_why = report.earlier_matrix(opts["report-dir"] or cfg.policy.report_dir, opts["comm-profile"],
-      #m.slots, fs.euid())
+    w, job_or_why = report.earlier_matrix(opts["report-dir"] or cfg.policy.report_dir,
+      p and profile.label(p) or opts["comm-profile"], #m.slots, fs.euid())
     from_job = w and job_or_why
     from = w and string.format("the traffic of job %s (profile %s)", job_or_why, opts["comm-profile"])
     if not w and opts.verbose then err(io_, "xsite map: --comm-profile: %s; site by site\n", job_or_why) end
