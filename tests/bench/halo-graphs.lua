@@ -69,10 +69,8 @@ while p <= most do
     local metis = mapping.bisect_metis(g, na)
     local kl
     if p <= mapping.KL_MAX then
-      local keep = mapping.GPMETIS
-      mapping.GPMETIS = "/nonexistent/gpmetis"
-      local side = mapping.bisect_graph(g, na)
-      mapping.GPMETIS = keep
+      -- Kernighan-Lin alone: bisect_graph with no gpmetis to run
+      local side = mapping.bisect_graph(g, na, { gpmetis = "/nonexistent/gpmetis" })
       kl = mapping.cut(g, side)
     end
     local t0 = now()
