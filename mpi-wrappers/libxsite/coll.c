@@ -32,6 +32,7 @@
 const char *const xs_coll_name[XS_NCOLL] = {
 	"allreduce", "reduce", "bcast", "barrier",
 	"allgather", "gather", "scatter", "alltoall",
+	"reduce_scatter", "allgatherv", "scan", "exscan",
 };
 
 /* tags on the private communicator, one per kind of message */
@@ -1198,5 +1199,270 @@ out:
 	free(d);
 	free(req);
 	free(rA);
+	return rc;
+}
+
+/* ---- through the two site leaders: unequal crossings -------------------- */
+
+/* send sn elements to the other site's leader and receive rn from it */
+static int swap(const struct xs_comm *c, const void *sbuf, int sn, void *rbuf,
+		int rn, MPI_Datatype t)
+{
+	MPI_Request r[2];
+	int rc, peer = c->members[1 - c->me][0];
+
+	rc = irecv_from(c, rbuf, rn, t, peer, TAG_CROSS, &r[0]);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	rc = isend_to(c, sbuf, sn, t, peer, TAG_CROSS, &r[1]);
+	if (rc != MPI_SUCCESS) {
+		PMPI_Cancel(&r[0]);
+		PMPI_Wait(&r[0], MPI_STATUS_IGNORE);
+		return rc;
+	}
+	return PMPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+}
+
+/* the blocks of site s's ranks (cnt[r] elements at dsp[r] of all), one
+ * after the other in the site's local rank order, into out */
+static int site_blocks(const struct xs_comm *c, int s, const char *all,
+		       const int *cnt, const int *dsp, MPI_Datatype t,
+		       const struct tinfo *ti, char *out)
+{
+	int l, n = 0, rc = MPI_SUCCESS;
+
+	for (l = 0; l < c->n[s] && rc == MPI_SUCCESS; l++) {
+		int r = c->members[s][l];
+
+		rc = copy_typed(out + (MPI_Aint)n * ti->ext, all + (MPI_Aint)dsp[r] * ti->ext,
+				cnt[r], t, ti);
+		n += cnt[r];
+	}
+	return rc;
+}
+
+/* ---- Reduce_scatter, Reduce_scatter_block ------------------------------- */
+
+/*
+ * Each site reduces the whole vector to its leader (local_reduce); the
+ * leaders swap the partials of the blocks of the other site's ranks (each
+ * way, only the other site's share of the vector crosses), combine them
+ * (site 0 op site 1), and scatter the blocks at their site.
+ */
+int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
+		      const int *rcounts, int block, MPI_Datatype t, MPI_Op op)
+{
+	struct sub L = sub_local(c);
+	struct tinfo ti;
+	void *b[4] = { NULL, NULL, NULL, NULL };
+	char *all, *mine = NULL, *theirs = NULL;
+	int *cnt = NULL, *dsp = NULL, *lcnt = NULL, *ldsp = NULL, me = c->me, other = 1 - me;
+	int rc, r, l, total = 0, nm = 0, no = 0;
+	uint64_t *lb = NULL;
+
+	tinfo(t, &ti);
+	cnt = malloc(sizeof(int) * (size_t)c->size);
+	dsp = malloc(sizeof(int) * (size_t)c->size);
+	lcnt = calloc((size_t)c->n[me], sizeof(int));
+	ldsp = calloc((size_t)c->n[me], sizeof(int));
+	if (!cnt || !dsp || !lcnt || !ldsp)
+		CHECK(MPI_ERR_NO_MEM);
+	for (r = 0; r < c->size; r++) {
+		cnt[r] = rcounts ? rcounts[r] : block;
+		dsp[r] = total;
+		total += cnt[r];
+	}
+	for (l = 0; l < c->n[me]; l++) {
+		lcnt[l] = cnt[c->members[me][l]];
+		ldsp[l] = nm;
+		nm += lcnt[l];
+	}
+	for (l = 0; l < c->n[other]; l++)
+		no += cnt[c->members[other][l]];
+
+	/* the node leaders collect in the buffer too: every rank has one */
+	all = tmp_typed(total, &ti, &b[0]);
+	if (!all)
+		CHECK(MPI_ERR_NO_MEM);
+	CHECK(local_reduce(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, t, op));
+	if (L.rank == 0) {
+		char *send = tmp_typed(no, &ti, &b[3]);
+
+		mine = tmp_typed(nm, &ti, &b[1]);
+		theirs = tmp_typed(nm, &ti, &b[2]);
+		if (!mine || !theirs || !send)
+			CHECK(MPI_ERR_NO_MEM);
+		CHECK(site_blocks(c, other, all, cnt, dsp, t, &ti, send));
+		CHECK(site_blocks(c, me, all, cnt, dsp, t, &ti, mine));
+		CHECK(swap(c, send, no, theirs, nm, t));
+		CHECK(combine(c, me, mine, theirs, nm, t, op, &ti));
+	}
+	lb = counts_bytes(lcnt, L.size, t);
+	if (lb)
+		xs_model_scatterv(L.w, L.size, L.rank, 0, lb);
+	CHECK(PMPI_Scatterv(mine, lcnt, ldsp, t, rbuf, cnt[c->rank], t, 0, c->local));
+	FAULT(c, XS_REDUCE_SCATTER, c->rank == c->size - 1, (char *)rbuf + ti.tlb,
+	      (size_t)cnt[c->rank] * (size_t)ti.size);
+out:
+	free(b[0]);
+	free(b[1]);
+	free(b[2]);
+	free(b[3]);
+	free(cnt);
+	free(dsp);
+	free(lcnt);
+	free(ldsp);
+	free(lb);
+	return rc;
+}
+
+/* ---- Allgatherv --------------------------------------------------------- */
+
+/* count elements of t from packed bytes p into dst */
+static int unpack_block(const char *p, int count, MPI_Datatype t,
+			const struct tinfo *ti, void *dst, MPI_Comm comm)
+{
+	int pos = 0;
+
+	if (!count)
+		return MPI_SUCCESS;
+	if (ti->contig) {
+		memcpy((char *)dst + ti->tlb, p, (size_t)count * (size_t)ti->size);
+		return MPI_SUCCESS;
+	}
+	return PMPI_Unpack(p, count * ti->size, &pos, dst, count, t, comm);
+}
+
+/*
+ * On packed bytes, like Allgather: the blocks of my site gathered at my
+ * site (an Allgatherv of bytes on the site-local communicator), swapped
+ * between the two leaders, broadcast at each site, and unpacked into place.
+ */
+int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
+		  MPI_Datatype stype, void *rbuf, const int *rcounts,
+		  const int *displs, MPI_Datatype rtype)
+{
+	struct sub L = sub_local(c);
+	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct img *own = &w.im[0];
+	struct tinfo ti;
+	int *cnt[2] = { NULL, NULL }, *dsp[2] = { NULL, NULL }, bytes[2] = { 0, 0 };
+	int rc, r, s, l, me = c->me, other = 1 - me;
+	uint64_t *lb = NULL;
+
+	tinfo(rtype, &ti);
+	if (sbuf == MPI_IN_PLACE)
+		CHECK(img_in((const char *)rbuf + (MPI_Aint)displs[c->rank] * ti.ext,
+			     rcounts[c->rank], rtype, c->comm, 0, own));
+	else
+		CHECK(img_in(sbuf, scount, stype, c->comm, 0, own));
+	for (s = 0; s < 2; s++) {
+		cnt[s] = calloc((size_t)c->n[s], sizeof(int));
+		dsp[s] = calloc((size_t)c->n[s], sizeof(int));
+		if (!cnt[s] || !dsp[s])
+			CHECK(MPI_ERR_NO_MEM);
+		for (l = 0; l < c->n[s]; l++) {
+			cnt[s][l] = rcounts[c->members[s][l]] * ti.size;
+			dsp[s][l] = bytes[s];
+			bytes[s] += cnt[s][l];
+		}
+		w.x[s] = xmalloc((size_t)bytes[s]);
+		if (!w.x[s])
+			CHECK(MPI_ERR_NO_MEM);
+	}
+
+	/* my site's blocks, everywhere at my site */
+	lb = counts_bytes(cnt[me], L.size, MPI_BYTE);
+	if (lb)
+		xs_model_allgatherv(L.w, L.size, L.rank, lb);
+	CHECK(PMPI_Allgatherv(own->p, (int)own->bytes, MPI_BYTE, w.x[me], cnt[me], dsp[me],
+			      MPI_BYTE, c->local));
+	/* across, between the leaders; then the other site's, everywhere here */
+	if (L.rank == 0)
+		CHECK(swap(c, w.x[me], bytes[me], w.x[other], bytes[other], MPI_BYTE));
+	CHECK(local_bcast(c, w.x[other], bytes[other], MPI_BYTE));
+	FAULT(c, XS_ALLGATHERV, c->rank == c->size - 1, w.x[other], (size_t)bytes[other]);
+	for (r = 0; r < c->size; r++) {
+		s = c->site_of[r];
+		CHECK(unpack_block(w.x[s] + dsp[s][c->lrank[r]], rcounts[r], rtype, &ti,
+				   (char *)rbuf + (MPI_Aint)displs[r] * ti.ext, c->comm));
+	}
+out:
+	for (s = 0; s < 2; s++) {
+		free(cnt[s]);
+		free(dsp[s]);
+	}
+	free(lb);
+	return work_end(&w, rc);
+}
+
+/* ---- Scan, Exscan ------------------------------------------------------- */
+
+/* the ranks of site 0 come first in the communicator's rank order */
+int xs_sites_in_order(const struct xs_comm *c)
+{
+	int r;
+
+	for (r = 0; r < c->size; r++)
+		if (c->site_of[r] != (r >= c->n[0]))
+			return 0;
+	return 1;
+}
+
+/*
+ * The ranks of site 0 come first.  Each site scans its own ranks (the MPI
+ * library's Scan or Exscan on the site-local communicator, whose rank order
+ * is the communicator's); the last rank of site 0 sends site 0's total
+ * across to the first rank of site 1, which broadcasts it at its site, where
+ * each rank puts it in front of its own result (total op result).  The op's
+ * order is kept, so non-commutative ops come here too.
+ */
+int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+	    MPI_Datatype t, MPI_Op op, int exclusive)
+{
+	struct sub L = sub_local(c);
+	struct tinfo ti;
+	void *b[2] = { NULL, NULL };
+	char *keep = NULL, *pre;
+	int rc = MPI_SUCCESS, n0 = c->n[0];
+	int last0 = c->rank == n0 - 1, first1 = c->rank == n0;
+
+	tinfo(t, &ti);
+	if (exclusive && last0) {
+		/* its input, which an in-place Exscan overwrites */
+		keep = tmp_typed(count, &ti, &b[0]);
+		if (!keep)
+			CHECK(MPI_ERR_NO_MEM);
+		CHECK(copy_typed(keep, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, t, &ti));
+	}
+	xs_model_scan(L.w, L.size, L.rank, nbytes(count, t));
+	if (exclusive)
+		CHECK(PMPI_Exscan(sbuf, rbuf, count, t, op, c->local));
+	else
+		CHECK(PMPI_Scan(sbuf, rbuf, count, t, op, c->local));
+	if (c->me == 0) {
+		if (last0) {
+			/* site 0's total: this rank's inclusive result */
+			if (exclusive && L.rank > 0)
+				CHECK(PMPI_Reduce_local(rbuf, keep, count, t, op));
+			CHECK(send_to(c, exclusive ? keep : rbuf, count, t, n0, TAG_CROSS));
+		}
+		goto out;
+	}
+	pre = tmp_typed(count, &ti, &b[1]);
+	if (!pre)
+		CHECK(MPI_ERR_NO_MEM);
+	if (first1)
+		CHECK(PMPI_Recv(pre, count, t, n0 - 1, TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
+	CHECK(local_bcast(c, pre, count, t));
+	if (exclusive && first1)
+		CHECK(copy_typed(rbuf, pre, count, t, &ti));
+	else
+		CHECK(PMPI_Reduce_local(pre, rbuf, count, t, op));
+	FAULT(c, exclusive ? XS_EXSCAN : XS_SCAN, c->rank == c->size - 1,
+	      (char *)rbuf + ti.tlb, (size_t)count * (size_t)ti.size);
+out:
+	free(b[0]);
+	free(b[1]);
 	return rc;
 }

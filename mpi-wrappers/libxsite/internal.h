@@ -60,6 +60,7 @@ extern int xs_sites_verified;             /* names behind equal hashes agree */
 enum xs_coll_id {
 	XS_ALLREDUCE, XS_REDUCE, XS_BCAST, XS_BARRIER,
 	XS_ALLGATHER, XS_GATHER, XS_SCATTER, XS_ALLTOALL,
+	XS_REDUCE_SCATTER, XS_ALLGATHERV, XS_SCAN, XS_EXSCAN,
 	XS_NCOLL
 };
 
@@ -132,6 +133,18 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
 		int k);
+/* Through the two site leaders only (no streams).  Reduce_scatter:
+ * rcounts[r] elements for comm rank r, or (rcounts NULL, the _block form)
+ * block for each.  Scan and Exscan: the ranks of site 0 come first in rank
+ * order (xs_sites_in_order). */
+int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
+		      const int *rcounts, int block, MPI_Datatype t, MPI_Op op);
+int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
+		  MPI_Datatype stype, void *rbuf, const int *rcounts,
+		  const int *displs, MPI_Datatype rtype);
+int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+	    MPI_Datatype t, MPI_Op op, int exclusive);
+int xs_sites_in_order(const struct xs_comm *c);
 
 /* ---- traffic.c -------------------------------------------------------- */
 
@@ -155,6 +168,8 @@ void xs_model_gather(const int *wmap, int size, int rank, int root, uint64_t blo
 void xs_model_scatter(const int *wmap, int size, int rank, int root, uint64_t block);
 void xs_model_allgather(const int *wmap, int size, int rank, uint64_t block);
 void xs_model_alltoall(const int *wmap, int size, int rank, uint64_t block);
+void xs_model_scan(const int *wmap, int size, int rank, uint64_t bytes);
+void xs_model_reduce_scatter(const int *wmap, int size, int rank, const uint64_t *bytes);
 /* vector forms for the internal site-local phases: per-rank byte counts */
 void xs_model_gatherv(const int *wmap, int size, int rank, int root, const uint64_t *bytes);
 void xs_model_scatterv(const int *wmap, int size, int rank, int root, const uint64_t *bytes);

@@ -322,6 +322,26 @@ void xs_model_alltoall(const int *wmap, int size, int rank, uint64_t block)
 			to(wmap, r, block);
 }
 
+/* linear chain: rank r's partial result to rank r + 1 (Scan, Exscan) */
+void xs_model_scan(const int *wmap, int size, int rank, uint64_t bytes)
+{
+	if (rank < size - 1)
+		to(wmap, rank + 1, bytes);
+}
+
+/* the whole vector reduced to rank 0 (binomial), then each rank's block
+ * from rank 0 (linear); bytes: each rank's block */
+void xs_model_reduce_scatter(const int *wmap, int size, int rank, const uint64_t *bytes)
+{
+	uint64_t total = 0;
+	int r;
+
+	for (r = 0; r < size; r++)
+		total += bytes[r];
+	xs_model_reduce(wmap, size, rank, 0, total);
+	xs_model_scatterv(wmap, size, rank, 0, bytes);
+}
+
 void xs_model_gatherv(const int *wmap, int size, int rank, int root, const uint64_t *bytes)
 {
 	(void)size;

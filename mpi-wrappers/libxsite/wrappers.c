@@ -341,11 +341,14 @@ static void log_decision(struct xs_comm *c, enum xs_coll_id coll, const char *wh
 /*
  * Site-aware with k streams (returns k >= 1), or fall back (returns 0).
  * The first collective on an intracommunicator sets it up (collectively).
- * why_call is a reason of this call (count 0, op, size) or NULL; every
- * input of the decision is the same on every rank of the communicator.
+ * why_call is a reason of this call (count 0, op, size) or NULL; why_shape,
+ * if given, a reason of the communicator's layout (after its set-up) or
+ * NULL; every input of the decision is the same on every rank of the
+ * communicator.
  */
 static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes,
-		  const char *why_call, struct xs_comm **cp)
+		  const char *why_call, const char *(*why_shape)(const struct xs_comm *),
+		  struct xs_comm **cp)
 {
 	struct xs_comm *c = xs_comm_get(comm);
 	const char *why = NULL;
@@ -369,13 +372,16 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes,
 			why = c->why;
 		else if (why_call)
 			why = why_call;
+		else if (why_shape)
+			why = why_shape(c);
 	}
 	if (why) {
 		log_decision(c, coll, why, 0);
 		xs_note_decision(0);
 		return 0;
 	}
-	k = bytes >= (uint64_t)xs_cfg.large_msg ? c->kmax : 1;
+	/* bytes 0: an algorithm through the two leaders only */
+	k = bytes > 0 && bytes >= (uint64_t)xs_cfg.large_msg ? c->kmax : 1;
 	log_decision(c, coll, NULL, k);
 	xs_note_decision(1);
 	return k;
@@ -384,21 +390,31 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes,
 /* a fallback on an intracommunicator is counted with the model */
 #define MODELLED(c) ((c) && !(c)->inter)
 
-static const char *reduce_why(int count, MPI_Datatype t, MPI_Op op)
+/* ordered: the algorithm keeps the op's order (Scan), else it needs a
+ * commutative op */
+static const char *op_why(MPI_Datatype t, MPI_Op op, int ordered)
 {
 	MPI_Aint lb, ext;
 	int commute = 0;
 
-	if (count == 0)
-		return "count 0";
 	if (op == MPI_REPLACE || op == MPI_NO_OP)
 		return "MPI_REPLACE/MPI_NO_OP";
-	if (PMPI_Op_commutative(op, &commute) != MPI_SUCCESS || !commute)
+	if (!ordered && (PMPI_Op_commutative(op, &commute) != MPI_SUCCESS || !commute))
 		return "non-commutative op";
 	PMPI_Type_get_extent(t, &lb, &ext);
 	if (ext <= 0)
 		return "datatype with extent <= 0";
 	return NULL;
+}
+
+static const char *reduce_why(int count, MPI_Datatype t, MPI_Op op)
+{
+	return count == 0 ? "count 0" : op_why(t, op, 0);
+}
+
+static const char *scan_why(int count, MPI_Datatype t, MPI_Op op)
+{
+	return count == 0 ? "count 0" : op_why(t, op, 1);
 }
 
 static const char *bytes_why(uint64_t total)
@@ -434,6 +450,10 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 	case XS_GATHER: xs_model_gather(w, c->size, c->rank, root, unit); break;
 	case XS_SCATTER: xs_model_scatter(w, c->size, c->rank, root, unit); break;
 	case XS_ALLTOALL: xs_model_alltoall(w, c->size, c->rank, unit); break;
+	case XS_REDUCE_SCATTER: /* modelled() counts these */
+	case XS_ALLGATHERV:
+	case XS_SCAN:
+	case XS_EXSCAN:
 	case XS_NCOLL: break;
 	}
 }
@@ -442,7 +462,7 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 static int route(MPI_Comm comm, enum xs_coll_id coll, uint64_t total,
 		 uint64_t unit, int root, const char *why, struct xs_comm **cp)
 {
-	int k = decide(comm, coll, total, why, cp);
+	int k = decide(comm, coll, total, why, NULL, cp);
 
 	if (!k && MODELLED(*cp))
 		model(*cp, coll, unit, root);
@@ -556,4 +576,121 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 	COLLECTIVE(PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm),
 		   route_blocks(comm, XS_ALLTOALL, nbytes(rcount, rtype), 0, &c),
 		   xs_alltoall(c, sbuf, scount, stype, rbuf, rcount, rtype, k));
+}
+
+/* ---- collectives through the site leaders only --------------------------- */
+
+/* why not, for a call with a block of cnt[r] (cnt NULL: block) elements of t
+ * for each rank of comm (an intercommunicator's counts, which may be the
+ * remote group's, are not read) */
+static const char *blocks_why(MPI_Comm comm, const int *cnt, int block, MPI_Datatype t)
+{
+	uint64_t n = 0;
+	int size, r, c, inter = 0;
+
+	PMPI_Comm_test_inter(comm, &inter);
+	if (inter)
+		return "intercommunicator";
+	PMPI_Comm_size(comm, &size);
+	for (r = 0; r < size; r++) {
+		c = cnt ? cnt[r] : block;
+		if (c < 0)
+			return "a negative count";
+		n += (uint64_t)c;
+	}
+	return bytes_why(n * nbytes(1, t));
+}
+
+static const char *reduce_scatter_why(MPI_Comm comm, const int *cnt, int block,
+				      MPI_Datatype t, MPI_Op op)
+{
+	const char *why = blocks_why(comm, cnt, block, t);
+
+	return why ? why : op_why(t, op, 0);
+}
+
+static const char *order_why(const struct xs_comm *c)
+{
+	return xs_sites_in_order(c) ? NULL : "the sites' ranks interleaved";
+}
+
+/* a fallback of Reduce_scatter(_block), Allgatherv, Scan or Exscan on an
+ * intracommunicator, counted with the model; passes k (decide()'s, which
+ * set *cp) on */
+static int modelled(int k, struct xs_comm *const *cp, enum xs_coll_id coll,
+		    const int *cnt, int block, MPI_Datatype t)
+{
+	const struct xs_comm *c = *cp;
+	uint64_t *b;
+	int r;
+
+	if (k || !MODELLED(c))
+		return k;
+	if (coll == XS_SCAN || coll == XS_EXSCAN) {
+		xs_model_scan(c->wrank, c->size, c->rank, nbytes(block, t));
+		return k;
+	}
+	b = malloc(sizeof(uint64_t) * (size_t)c->size);
+	if (!b)
+		return k;
+	for (r = 0; r < c->size; r++)
+		b[r] = nbytes(cnt ? cnt[r] : block, t);
+	if (coll == XS_ALLGATHERV)
+		xs_model_allgatherv(c->wrank, c->size, c->rank, b);
+	else
+		xs_model_reduce_scatter(c->wrank, c->size, c->rank, b);
+	free(b);
+	return k;
+}
+
+/* Reduce_scatter and Reduce_scatter_block: cnt NULL is the _block form */
+#define REDUCE_SCATTER(lib, cnt, block)                                       \
+	COLLECTIVE(lib,                                                       \
+		   modelled(decide(comm, XS_REDUCE_SCATTER, 0,                \
+				   reduce_scatter_why(comm, cnt, block, t, op),\
+				   NULL, &c),                                 \
+			    &c, XS_REDUCE_SCATTER, cnt, block, t),             \
+		   xs_reduce_scatter(c, sbuf, rbuf, cnt, block, t, op))
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+			     MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	REDUCE_SCATTER(PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, t, op, comm),
+		       NULL, rcount);
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+		       MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	REDUCE_SCATTER(PMPI_Reduce_scatter(sbuf, rbuf, rcounts, t, op, comm), rcounts, 0);
+}
+
+int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		   const int rcounts[], const int displs[], MPI_Datatype rtype,
+		   MPI_Comm comm)
+{
+	COLLECTIVE(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),
+		   modelled(decide(comm, XS_ALLGATHERV, 0,
+				   blocks_why(comm, rcounts, 0, rtype), NULL, &c),
+			    &c, XS_ALLGATHERV, rcounts, 0, rtype),
+		   xs_allgatherv(c, sbuf, scount, stype, rbuf, rcounts, displs, rtype));
+}
+
+/* Scan and Exscan: the op's order is kept */
+#define SCAN(lib, coll, exclusive)                                            \
+	COLLECTIVE(lib,                                                       \
+		   modelled(decide(comm, coll, 0, scan_why(count, t, op),     \
+				   order_why, &c), &c, coll, NULL, count, t), \
+		   xs_scan(c, sbuf, rbuf, count, t, op, exclusive))
+
+int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+	     MPI_Comm comm)
+{
+	SCAN(PMPI_Scan(sbuf, rbuf, count, t, op, comm), XS_SCAN, 0);
+}
+
+int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+	       MPI_Comm comm)
+{
+	SCAN(PMPI_Exscan(sbuf, rbuf, count, t, op, comm), XS_EXSCAN, 1);
 }

@@ -25,7 +25,8 @@
  *   -q   quick: no 1 MiB and 4 MiB cases, fewer shapes (for a slow link)
  *   -t S abort after S seconds (a hung collective must not hang a test)
  *   -c C only the cases of collective C (allreduce, reduce, bcast, barrier,
- *        allgather, gather, scatter, alltoall)
+ *        allgather, gather, scatter, alltoall, reduce_scatter_block,
+ *        reduce_scatter, allgatherv, scan, exscan)
  *   -m   MPI_Init_thread(MPI_THREAD_MULTIPLE): libxsite must fall back
  */
 #define _GNU_SOURCE
@@ -381,6 +382,7 @@ struct shape {
 	const char *name;
 	MPI_Comm comm;  /* MPI_COMM_NULL where this rank is not a member */
 	int two_sites;  /* the communicator spans exactly two sites */
+	int in_order;   /* ... and the ranks of the first come first */
 	int inter;
 	int size, rank;
 };
@@ -406,7 +408,7 @@ static void add_shape(const char *name, MPI_Comm comm, int inter)
 	s->name = name;
 	s->comm = comm;
 	s->inter = inter;
-	s->two_sites = 0;
+	s->two_sites = s->in_order = 0;
 	s->size = s->rank = 0;
 	if (comm == MPI_COMM_NULL)
 		return;
@@ -420,8 +422,11 @@ static void add_shape(const char *name, MPI_Comm comm, int inter)
 		int *sites = xmalloc(sizeof(int) * (size_t)s->size), i, a = -2, b = -2, ok = 1;
 
 		PMPI_Allgather(&mysite, 1, MPI_INT, sites, 1, MPI_INT, comm);
+		int changes = 0;
+
 		/* a, b: the first two sites; ok: no rank without a site or at a third */
 		for (i = 0; i < s->size; i++) {
+			changes += i > 0 && sites[i] != sites[i - 1];
 			if (sites[i] >= 0 && (a == -2 || sites[i] == a))
 				a = sites[i];
 			else if (sites[i] >= 0 && (b == -2 || sites[i] == b))
@@ -430,6 +435,7 @@ static void add_shape(const char *name, MPI_Comm comm, int inter)
 				ok = 0;
 		}
 		s->two_sites = ok && b != -2;
+		s->in_order = s->two_sites && changes == 1;
 		free(sites);
 	}
 }
@@ -650,7 +656,8 @@ static void fill_blocks(void *buf, struct dty d, int p, unsigned seed, int from_
 
 /* ---- one case: the collective through MPI_ and through PMPI_ ------------ */
 
-enum coll { ALLREDUCE, REDUCE, BCAST, ALLGATHER, GATHER, SCATTER, ALLTOALL };
+enum coll { ALLREDUCE, REDUCE, BCAST, ALLGATHER, GATHER, SCATTER, ALLTOALL,
+	    REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHERV, SCAN, EXSCAN };
 
 static const struct coll_info {
 	const char *name;
@@ -669,6 +676,12 @@ static const struct coll_info {
 	[GATHER] = { "gather", 1, 1, 0, 0, 1, 9 },
 	[SCATTER] = { "scatter", 1, 0, 1, 1, 0, 11 },
 	[ALLTOALL] = { "alltoall", 0, 0, 0, 1, 1, 13 },
+	/* the v forms and the scans are set up by t_vcoll */
+	[REDUCE_SCATTER_BLOCK] = { "reduce_scatter_block", 0, 0, 0, 0, 0, 19 },
+	[REDUCE_SCATTER] = { "reduce_scatter", 0, 0, 0, 0, 0, 23 },
+	[ALLGATHERV] = { "allgatherv", 0, 0, 0, 0, 0, 29 },
+	[SCAN] = { "scan", 0, 0, 0, 0, 0, 37 },
+	[EXSCAN] = { "exscan", 0, 0, 0, 0, 0, 41 },
 };
 
 /* a case as this rank sees it */
@@ -685,6 +698,11 @@ struct ccase {
 	int who;
 	unsigned seed;
 	void *in;
+	/* the v forms: rank r's block, cnt[r] elements of rd at dsp[r]; the
+	 * _block form: blk each; ncmp: the elements of the result compared
+	 * (0: the whole receive buffer) */
+	int *cnt, *dsp, blk;
+	long ncmp;
 };
 
 /* rank c->who's input, at buf as one block of d or (each) one for each rank */
@@ -729,6 +747,22 @@ static void call(const struct ccase *c, int ref, void *out)
 	case ALLTOALL:
 		(ref ? PMPI_Alltoall : MPI_Alltoall)(in, sn, st, out, rn, rt, comm);
 		break;
+	case REDUCE_SCATTER_BLOCK:
+		(ref ? PMPI_Reduce_scatter_block : MPI_Reduce_scatter_block)(in, out, c->blk, rt,
+									     op, comm);
+		break;
+	case REDUCE_SCATTER:
+		(ref ? PMPI_Reduce_scatter : MPI_Reduce_scatter)(in, out, c->cnt, rt, op, comm);
+		break;
+	case ALLGATHERV:
+		(ref ? PMPI_Allgatherv : MPI_Allgatherv)(in, sn, st, out, c->cnt, c->dsp, rt, comm);
+		break;
+	case SCAN:
+		(ref ? PMPI_Scan : MPI_Scan)(in, out, rn, rt, op, comm);
+		break;
+	case EXSCAN:
+		(ref ? PMPI_Exscan : MPI_Exscan)(in, out, rn, rt, op, comm);
+		break;
 	}
 }
 
@@ -755,7 +789,13 @@ static void run_case(struct ccase *c, const char *desc, int expect)
 		for (i = 0; i < 2; i++) {
 			/* in place, the output holds the input: all of it, or this
 			 * rank's own block of a buffer of one from each rank */
-			if (c->ip && c->coll != SCATTER)
+			if (c->ip && c->dsp)
+				fill((char *)out[i] + c->dsp[c->s->rank] * c->rd.t->ext, c->rd.t,
+				     c->cnt[c->s->rank], c->who, c->v, c->seed);
+			else if (c->ip && (c->coll == REDUCE_SCATTER_BLOCK ||
+					   c->coll == REDUCE_SCATTER))
+				fill_input(c, out[i], c->sd, 0);
+			else if (c->ip && c->coll != SCATTER)
 				fill_input(c, k->from_each && !k->for_each ?
 					   block(out[i], c->rd, c->s->rank) : out[i],
 					   c->rd, k->for_each);
@@ -768,7 +808,8 @@ static void run_case(struct ccase *c, const char *desc, int expect)
 			}
 		}
 		if (c->check)
-			fail = compare(out[0], out[1], c->rd.t, c->nrecv * c->rd.count, diag,
+			fail = compare(out[0], out[1], c->rd.t,
+				       c->ncmp ? c->ncmp : c->nrecv * c->rd.count, diag,
 				       sizeof(diag));
 		free(c->in);
 		free(out[0]);
@@ -846,6 +887,85 @@ static void t_data(enum coll coll, const char *sh, const char *type, long items,
 		   int inplace)
 {
 	t_coll(coll, sh, NULL, type, items, root, inplace);
+}
+
+/*
+ * Reduce_scatter(_block), Allgatherv, Scan, Exscan on shape sh.  Rank r's
+ * block: count elements (the _block form), or count + r % 3 (the v forms;
+ * Allgatherv: items of type, one item's gap after each block).  Scans keep
+ * the op's order: they are site-aware with non-commutative ops too, where
+ * the ranks of the first site come first.
+ */
+static void t_vcoll(enum coll coll, const char *sh, const char *op, const char *type,
+		    long count, int inplace)
+{
+	const struct coll_info *k = &colls[coll];
+	const struct shape *s = shape(sh);
+	struct ccase c;
+	char desc[200];
+	long total = 0, bytes = 0;
+	int r, expect;
+
+	if (!wanted(k->name))
+		return;
+
+	memset(&c, 0, sizeof(c));
+	c.coll = coll;
+	c.s = s;
+	c.who = s->rank;
+	c.ip = inplace;
+	c.check = !(coll == EXSCAN && s->rank == 0); /* undefined there */
+	c.nsend = c.nrecv = 1;
+	if (coll == REDUCE_SCATTER || coll == ALLGATHERV)
+		c.cnt = xmalloc(sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
+	if (coll == ALLGATHERV)
+		c.dsp = xmalloc(sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
+	if (coll == ALLGATHERV) {
+		struct dty one = dty_for(type, s->rank + 1, 1);
+
+		c.sd = dty_for(type, s->rank, count + s->rank % 3);
+		c.rd = one;
+		for (r = 0; r < s->size; r++) {
+			c.cnt[r] = (int)((count + r % 3) * one.count);
+			c.dsp[r] = (int)total;
+			total += c.cnt[r] + one.count;
+			bytes += (count + r % 3) * (long)item_size(type);
+		}
+		c.rd.count = total;
+		c.v = V_DATA;
+		c.seed = k->seed;
+	} else {
+		c.o = combo(op, type);
+		c.sd.t = c.rd.t = c.o->t;
+		c.v = c.o->v;
+		c.seed = (unsigned)(count * k->seed + ntest);
+		if (coll == SCAN || coll == EXSCAN) {
+			c.sd.count = c.rd.count = total = count;
+		} else {
+			for (r = 0; r < s->size; r++) {
+				int n = (int)(coll == REDUCE_SCATTER ? count + r % 3 : count);
+
+				if (c.cnt)
+					c.cnt[r] = n;
+				total += n;
+			}
+			c.blk = (int)count;
+			c.sd.count = total;
+			/* in place, the receive buffer holds the input */
+			c.rd.count = inplace ? total : c.cnt ? c.cnt[s->rank] : count;
+			c.ncmp = c.cnt ? c.cnt[s->rank] : count;
+		}
+		bytes = total * c.o->t->size;
+	}
+
+	snprintf(desc, sizeof(desc), "%s%s%s %s %ld %s%s", k->name, op ? " " : "", op ? op : "",
+		 type, count, sh, inplace ? " in-place" : "");
+	expect = coll == SCAN || coll == EXSCAN ?
+		 !coll_off && s->in_order && bytes > 0 :
+		 expect_siteaware(s, (size_t)bytes, c.o ? c.o->commutative : 1);
+	run_case(&c, desc, expect);
+	free(c.cnt);
+	free(c.dsp);
 }
 
 /* a barrier must hold everyone until the last rank arrives (150 ms late) */
@@ -1150,6 +1270,62 @@ int main(int argc, char **argv)
 					t_data(rooted[c], sh, "int", small, roots[r], 1);
 					t_data(rooted[c], sh, "vector", blk64 / 8, roots[r], 1);
 				}
+		}
+	}
+
+	/* Reduce_scatter_block, Reduce_scatter, Scan, Exscan: every op x type
+	 * at a small count; a few at 64 KiB and on every shape; in place */
+	{
+		const enum coll red[] = { REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, SCAN, EXSCAN };
+		int c;
+
+		for (c = 0; c < 4; c++) {
+			for (i = 0; i < ncombos; i++)
+				t_vcoll(red[c], "world", combos[i].op, combos[i].t->name, 3, 0);
+			t_vcoll(red[c], "world", "SUM", "double", 0, 0);
+			t_vcoll(red[c], "world", "SUM", "double", 64 * KiB / 8 / wsize, 0);
+			t_vcoll(red[c], "world", "MAXLOC", "double_int", small, 0);
+			if (!quick)
+				t_vcoll(red[c], "world", "SUM", "int", MiB / 4 / wsize, 0);
+			for (j = 0; j < 5; j++) {
+				t_vcoll(red[c], two[j], "SUM", "double", small, 0);
+				t_vcoll(red[c], two[j], "matmul", "mat2x2", small, 0);
+				t_vcoll(red[c], two[j], "vecsum", "vector", 64 * KiB / 8 / wsize, 0);
+			}
+			for (j = 0; j < 2; j++) {
+				const char *sh = j ? "parity" : "world";
+
+				t_vcoll(red[c], sh, "SUM", "double", small, 1);
+				t_vcoll(red[c], sh, "MIN", "int", 64 * KiB / 4 / wsize, 1);
+				t_vcoll(red[c], sh, "vecsum", "vector", small, 1);
+			}
+		}
+	}
+	/* Allgatherv: items of each type, uneven blocks with gaps; in place.
+	 * Not "mixed": Open MPI's own (the reference) takes different
+	 * algorithms on ranks with different receive types and hangs */
+	{
+		const char *types[] = { "int", "double", "vector", "double_int", "unsigned_char" };
+		int k;
+
+		for (k = 0; k < 5; k++) {
+			long is = (long)item_size(types[k]);
+
+			t_vcoll(ALLGATHERV, "world", NULL, types[k], 0, 0);
+			t_vcoll(ALLGATHERV, "world", NULL, types[k], small, 0);
+			t_vcoll(ALLGATHERV, "world", NULL, types[k], 64 * KiB / wsize / is, 0);
+			if (!quick)
+				t_vcoll(ALLGATHERV, "world", NULL, types[k], MiB / wsize / is, 0);
+		}
+		for (j = 0; j < 5; j++) {
+			t_vcoll(ALLGATHERV, two[j], NULL, "int", small, 0);
+			t_vcoll(ALLGATHERV, two[j], NULL, "vector", 64 * KiB / wsize / 8, 0);
+		}
+		for (j = 0; j < 2; j++) {
+			const char *sh = j ? "parity" : "world";
+
+			t_vcoll(ALLGATHERV, sh, NULL, "int", small, 1);
+			t_vcoll(ALLGATHERV, sh, NULL, "vector", 64 * KiB / wsize / 8, 1);
 		}
 	}
 

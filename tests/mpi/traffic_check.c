@@ -388,6 +388,42 @@ static void coll_cases(void)
 	check("alltoall 128 KiB a rank: n0 x n1 blocks each way, one message a block", end(),
 	      C(2ULL * n[0] * n[1] * (bl / wsize) * sizeof(double), 2ULL * n[0] * n[1]));
 
+	begin();
+	MPI_Reduce_scatter_block(x, y, bs, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+	check("reduce_scatter_block small: each site's share of the other's blocks, one message each way",
+	      end(), C(wsize * b, 2));
+	{
+		int *cnt = xcalloc((size_t)wsize, sizeof(int)), *dsp = xcalloc((size_t)wsize, sizeof(int));
+		int r, changes = 0;
+		unsigned long long all = 0;
+
+		for (r = 0; r < wsize; r++) {
+			cnt[r] = bs + r % 3;
+			dsp[r] = (int)all;
+			all += (unsigned long long)cnt[r];
+			changes += r > 0 && site[r] != site[r - 1];
+		}
+		begin();
+		MPI_Reduce_scatter(x, y, cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		check("reduce_scatter, uneven blocks: the same, one message each way", end(),
+		      C(all * sizeof(double), 2));
+		begin();
+		MPI_Allgatherv(x, cnt[wrank], MPI_DOUBLE, y, cnt, dsp, MPI_DOUBLE, MPI_COMM_WORLD);
+		check("allgatherv, uneven blocks: each site's blocks once, one message each way", end(),
+		      C(all * sizeof(double), 2));
+		/* ranks of the first site first: one message at the border;
+		 * else the fallback model, a chain: one message a change of site */
+		begin();
+		MPI_Scan(x, y, small, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		MPI_Exscan(x, y, small, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+		snprintf(desc, sizeof(desc), "scan and exscan 800 B: %s", changes == 1 ?
+			 "one message each, at the border of the sites" :
+			 "the fallback model, a chain: one message each a change of site");
+		check(desc, end(), C(2ULL * (unsigned long long)changes * S, 2ULL * (unsigned long long)changes));
+		free(cnt);
+		free(dsp);
+	}
+
 	/* a one-site communicator: nothing crosses, whatever the algorithm */
 	{
 		MPI_Comm local;
