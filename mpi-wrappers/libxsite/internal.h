@@ -168,6 +168,7 @@ void xs_model_gather(const int *wmap, int size, int rank, int root, uint64_t blo
 void xs_model_scatter(const int *wmap, int size, int rank, int root, uint64_t block);
 void xs_model_allgather(const int *wmap, int size, int rank, uint64_t block);
 void xs_model_alltoall(const int *wmap, int size, int rank, uint64_t block);
+void xs_model_alltoallv(const int *wmap, int size, int rank, const uint64_t *bytes);
 void xs_model_scan(const int *wmap, int size, int rank, uint64_t bytes);
 void xs_model_reduce_scatter(const int *wmap, int size, int rank, const uint64_t *bytes);
 /* vector forms for the internal site-local phases: per-rank byte counts */

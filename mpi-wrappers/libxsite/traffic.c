@@ -322,6 +322,16 @@ void xs_model_alltoall(const int *wmap, int size, int rank, uint64_t block)
 			to(wmap, r, block);
 }
 
+/* pairwise: bytes[r] to every other rank r (Alltoallv) */
+void xs_model_alltoallv(const int *wmap, int size, int rank, const uint64_t *bytes)
+{
+	int r;
+
+	for (r = 0; r < size; r++)
+		if (r != rank && bytes[r])
+			to(wmap, r, bytes[r]);
+}
+
 /* linear chain: rank r's partial result to rank r + 1 (Scan, Exscan) */
 void xs_model_scan(const int *wmap, int size, int rank, uint64_t bytes)
 {

@@ -694,3 +694,129 @@ int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op o
 {
 	SCAN(PMPI_Exscan(sbuf, rbuf, count, t, op, comm), XS_EXSCAN, 1);
 }
+
+/* ---- collectives left to the MPI library, counted with the model ---------- */
+
+/*
+ * The vector forms that libxsite has no algorithm for, and the nonblocking
+ * forms (their traffic is the blocking form's, counted when the call
+ * starts): the library's call (lib), then, when it succeeded on an
+ * intracommunicator, its traffic with the model (count, with c set), and
+ * the fallback noted.
+ */
+#define LEFT(lib, coll, why, count) do {                                      \
+		struct xs_comm *c;                                             \
+		int rc;                                                        \
+		GUARD(lib);                                                    \
+		rc = (lib);                                                    \
+		if (rc != MPI_SUCCESS)                                         \
+			return rc;                                             \
+		xs_depth++;                                                    \
+		c = xs_comm_get(comm);                                         \
+		if (MODELLED(c)) {                                             \
+			count;                                                 \
+		}                                                              \
+		if (c)                                                         \
+			log_decision(c, coll, why, 0);                         \
+		xs_note_decision(0);                                           \
+		xs_depth--;                                                    \
+		return rc;                                                     \
+	} while (0)
+
+/* bytes of cnt[r] elements of t for each rank of c, or NULL */
+static uint64_t *bytes_of(const struct xs_comm *c, const int *cnt, MPI_Datatype t)
+{
+	uint64_t *b = malloc(sizeof(uint64_t) * (size_t)c->size);
+	int r;
+
+	if (b)
+		for (r = 0; r < c->size; r++)
+			b[r] = nbytes(cnt[r], t);
+	return b;
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
+		MPI_Comm comm)
+{
+	LEFT(PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm),
+	     XS_GATHER, "vector form (MPI_Gatherv)",
+	     if (c->rank != root) xs_model_gather(c->wrank, c->size, c->rank, root,
+						  nbytes(scount, stype)));
+}
+
+int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[],
+		 MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		 int root, MPI_Comm comm)
+{
+	LEFT(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
+	     XS_SCATTER, "vector form (MPI_Scatterv)",
+	     if (c->rank == root) {
+		     uint64_t *b = bytes_of(c, scounts, stype);
+
+		     if (b)
+			     xs_model_scatterv(c->wrank, c->size, c->rank, root, b);
+		     free(b);
+	     });
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+		  MPI_Datatype stype, void *rbuf, const int rcounts[],
+		  const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+	/* in place, what a rank sends is what it receives */
+	LEFT(PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,
+			    comm),
+	     XS_ALLTOALL, "vector form (MPI_Alltoallv)",
+	     {
+		     uint64_t *b = sbuf == MPI_IN_PLACE ? bytes_of(c, rcounts, rtype) :
+				   bytes_of(c, scounts, stype);
+
+		     if (b)
+			     xs_model_alltoallv(c->wrank, c->size, c->rank, b);
+		     free(b);
+	     });
+}
+
+int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	LEFT(PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req), XS_ALLREDUCE,
+	     "nonblocking (MPI_Iallreduce)", model(c, XS_ALLREDUCE, nbytes(count, t), 0));
+}
+
+int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+		int root, MPI_Comm comm, MPI_Request *req)
+{
+	LEFT(PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req), XS_REDUCE,
+	     "nonblocking (MPI_Ireduce)", model(c, XS_REDUCE, nbytes(count, t), root));
+}
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
+	       MPI_Request *req)
+{
+	LEFT(PMPI_Ibcast(buf, count, t, root, comm, req), XS_BCAST,
+	     "nonblocking (MPI_Ibcast)", model(c, XS_BCAST, nbytes(count, t), root));
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+	LEFT(PMPI_Ibarrier(comm, req), XS_BARRIER, "nonblocking (MPI_Ibarrier)",
+	     model(c, XS_BARRIER, 0, 0));
+}
+
+int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		   int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+	LEFT(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req),
+	     XS_ALLGATHER, "nonblocking (MPI_Iallgather)",
+	     model(c, XS_ALLGATHER, nbytes(rcount, rtype), 0));
+}
+
+int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+		  int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+	LEFT(PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req),
+	     XS_ALLTOALL, "nonblocking (MPI_Ialltoall)",
+	     model(c, XS_ALLTOALL, nbytes(rcount, rtype), 0));
+}
