@@ -1,20 +1,22 @@
 /*
- * xsite_collsweep: time per call of allreduce, bcast, reduce, barrier and
- * allgather over message sizes, for tests/bench/coll.
+ * xsite_collsweep: time per call of the collectives libxsite runs across the
+ * link, over message sizes, for tests/bench/mpi and tests/bench/coll.
  *
- *   xsite_collsweep [-n ITERS] [-s SIZE,SIZE,...]
+ *   xsite_collsweep [-n ITERS] [-s SIZE,SIZE,...] [-c COLL,COLL,...]
  *
  * Prints from rank 0, one line per case:
  *   coll=allreduce bytes=8 iters=20 us=1234.5
- * bytes: the data of one rank (allgather: the whole result; barrier: 0);
- * us: the slowest rank's mean time per call.  Bcast and reduce: each call
- * after an untimed barrier.  Allreduce, barrier and allgather, whose every
- * rank waits for every other: the calls back to back after one barrier, so
- * that ranks leaving a barrier at different times (up to a link latency
- * apart) cannot make a call look shorter than the link allows (one L when
- * both sites enter together).  Large messages
- * run fewer iterations (at least 2).  It prints figures; it asserts
- * nothing.
+ * bytes: the data of one rank (allgather, allgatherv, reduce_scatter: the
+ * whole result or vector; alltoall: one rank's send buffer; barrier: 0);
+ * us: the slowest rank's mean time per call.  Rooted collectives and scans,
+ * whose first ranks may return at once: each call after an untimed barrier
+ * (the MPI library's own, PMPI_Barrier, also with libxsite).  The others,
+ * whose every rank waits for every other: the calls back to back after one
+ * barrier, so that ranks leaving a barrier at different times (up to a link
+ * latency apart) cannot make a call look shorter than the link allows (one
+ * L when both sites enter together).  Large messages run fewer iterations
+ * (from 16 MiB one, after the untimed first call).  It prints figures; it
+ * asserts nothing.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -22,22 +24,33 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, NCOLL };
-static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather" };
+enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, ALLGATHERV,
+       SCAN, NCOLL };
+static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather",
+				    "alltoall", "reduce_scatter", "allgatherv", "scan" };
 
 int main(int argc, char **argv)
 {
 	long sizes[32] = { 8, 512, 32768, 262144, 1048576, 4194304 }, max = 0;
-	int nsizes = 6, iters = 10, opt, rank, size, c, s, i;
+	int nsizes = 6, iters = 10, opt, rank, size, c, s, i, r, want[NCOLL], *cnt, *dsp;
 	char *a, *b, *tok;
 
-	while ((opt = getopt(argc, argv, "n:s:")) != -1) {
+	for (c = 0; c < NCOLL; c++)
+		want[c] = c <= ALLGATHER; /* tests/bench/coll's five */
+	while ((opt = getopt(argc, argv, "n:s:c:")) != -1) {
 		if (opt == 'n')
 			iters = atoi(optarg);
 		else if (opt == 's')
 			for (nsizes = 0, tok = strtok(optarg, ","); tok && nsizes < 32;
 			     tok = strtok(NULL, ","))
 				sizes[nsizes++] = atol(tok);
+		else if (opt == 'c') {
+			for (c = 0; c < NCOLL; c++)
+				want[c] = 0;
+			for (tok = strtok(optarg, ","); tok; tok = strtok(NULL, ","))
+				for (c = 0; c < NCOLL; c++)
+					want[c] |= !strcmp(tok, names[c]) || !strcmp(tok, "all");
+		}
 	}
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -46,19 +59,27 @@ int main(int argc, char **argv)
 		max = sizes[s] > max ? sizes[s] : max;
 	a = calloc(1, max + 64);
 	b = calloc(1, max * (size_t)size + 64);
+	cnt = calloc((size_t)size, sizeof(int));
+	dsp = calloc((size_t)size, sizeof(int));
+	if (!a || !b || !cnt || !dsp) {
+		fprintf(stderr, "xsite_collsweep: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
 	for (c = 0; c < NCOLL; c++)
-		for (s = 0; s < nsizes; s++) {
+		for (s = 0; s < nsizes && want[c]; s++) {
 			long bytes = sizes[s], n = bytes / 8 ? bytes / 8 : 1, blk = n / size ? n / size : 1;
-			int it = bytes >= 1048576 ? 2 + iters / 5 : bytes >= 65536 ? 2 + iters / 2 : iters;
+			int it = bytes >= 16777216 ? 1 : bytes >= 1048576 ? 2 + iters / 5 :
+				 bytes >= 65536 ? 2 + iters / 2 : iters;
 			double t = 0, t0 = 0, tmax;
-			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER;
+			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
+				   c == REDUCE_SCATTER || c == ALLGATHERV;
 
 			if (c == BARRIER && s > 0)
 				break;
 			for (i = 0; i <= it; i++) {
 				/* call 0 is a warm-up */
 				if (!sync || i <= 1)
-					MPI_Barrier(MPI_COMM_WORLD);
+					PMPI_Barrier(MPI_COMM_WORLD);
 				if (!sync || i == 1)
 					t0 = MPI_Wtime();
 				switch (c) {
@@ -78,6 +99,25 @@ int main(int argc, char **argv)
 					MPI_Allgather(a, (int)blk, MPI_DOUBLE, b, (int)blk, MPI_DOUBLE,
 						      MPI_COMM_WORLD);
 					break;
+				case ALLTOALL: /* bytes: one rank's send buffer */
+					MPI_Alltoall(a, (int)blk, MPI_DOUBLE, b, (int)blk, MPI_DOUBLE,
+						     MPI_COMM_WORLD);
+					break;
+				case REDUCE_SCATTER: /* bytes: the whole vector */
+					MPI_Reduce_scatter_block(b, a, (int)blk, MPI_DOUBLE, MPI_SUM,
+								 MPI_COMM_WORLD);
+					break;
+				case ALLGATHERV: /* bytes: the whole result */
+					for (r = 0; r < size; r++) {
+						cnt[r] = (int)blk;
+						dsp[r] = r * (int)blk;
+					}
+					MPI_Allgatherv(a, (int)blk, MPI_DOUBLE, b, cnt, dsp, MPI_DOUBLE,
+						       MPI_COMM_WORLD);
+					break;
+				case SCAN:
+					MPI_Scan(a, b, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+					break;
 				default: /* the loop runs over the collectives above */
 					MPI_Abort(MPI_COMM_WORLD, 2);
 				}
@@ -90,12 +130,16 @@ int main(int argc, char **argv)
 			MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 			if (rank == 0) {
 				printf("coll=%s bytes=%ld iters=%d us=%.1f\n", names[c],
-				       c == BARRIER ? 0 : c == ALLGATHER ? blk * size * 8 : n * 8, it, tmax);
+				       c == BARRIER ? 0 : c == ALLGATHER || c == ALLGATHERV ||
+				       c == REDUCE_SCATTER || c == ALLTOALL ? blk * size * 8 : n * 8,
+				       it, tmax);
 				fflush(stdout);
 			}
 		}
 	free(a);
 	free(b);
+	free(cnt);
+	free(dsp);
 	MPI_Finalize();
 	return 0;
 }
