@@ -708,17 +708,17 @@ int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op o
 		struct xs_comm *c;                                             \
 		int rc;                                                        \
 		GUARD(lib);                                                    \
-		rc = (lib);                                                    \
-		if (rc != MPI_SUCCESS)                                         \
-			return rc;                                             \
 		xs_depth++;                                                    \
-		c = xs_comm_get(comm);                                         \
-		if (MODELLED(c)) {                                             \
-			count;                                                 \
+		rc = (lib);                                                    \
+		if (rc == MPI_SUCCESS) {                                       \
+			c = xs_comm_get(comm);                                 \
+			if (MODELLED(c)) {                                     \
+				count;                                         \
+			}                                                      \
+			if (c)                                                 \
+				log_decision(c, coll, why, 0);                 \
+			xs_note_decision(0);                                   \
 		}                                                              \
-		if (c)                                                         \
-			log_decision(c, coll, why, 0);                         \
-		xs_note_decision(0);                                           \
 		xs_depth--;                                                    \
 		return rc;                                                     \
 	} while (0)
