@@ -9,8 +9,11 @@
  * bytes: the data of one rank (allgather, allgatherv, reduce_scatter: the
  * whole result or vector; alltoall: one rank's send buffer; barrier: 0);
  * us: the slowest rank's mean time per call.  Rooted collectives and scans,
- * whose first ranks may return at once: each call after an untimed barrier
- * (the MPI library's own, PMPI_Barrier, also with libxsite).  The others,
+ * whose first ranks may return at once: each call between two barriers (the
+ * MPI library's own, PMPI_Barrier, also with libxsite), less the time of
+ * two barriers alone, so that the ranks leaving the first barrier up to a
+ * link latency apart do not count, nor the closing barrier: what is left
+ * is from the last rank's start to the last rank's end.  The others,
  * whose every rank waits for every other: the calls back to back after one
  * barrier, so that ranks leaving a barrier at different times (up to a link
  * latency apart) cannot make a call look shorter than the link allows (one
@@ -70,12 +73,19 @@ int main(int argc, char **argv)
 			long bytes = sizes[s], n = bytes / 8 ? bytes / 8 : 1, blk = n / size ? n / size : 1;
 			int it = bytes >= 16777216 ? 1 : bytes >= 1048576 ? 2 + iters / 5 :
 				 bytes >= 65536 ? 2 + iters / 2 : iters;
-			double t = 0, t0 = 0, tmax;
+			double t = 0, t0 = 0, tmax, tb = 0;
 			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
 				   c == REDUCE_SCATTER || c == ALLGATHERV;
 
 			if (c == BARRIER && s > 0)
 				break;
+			if (!sync) /* two barriers alone, as the calls below have them */
+				for (i = 0; i < 3; i++) {
+					PMPI_Barrier(MPI_COMM_WORLD);
+					t0 = MPI_Wtime();
+					PMPI_Barrier(MPI_COMM_WORLD);
+					tb += (MPI_Wtime() - t0) / 3;
+				}
 			for (i = 0; i <= it; i++) {
 				/* call 0 is a warm-up */
 				if (!sync || i <= 1)
@@ -121,12 +131,15 @@ int main(int argc, char **argv)
 				default: /* the loop runs over the collectives above */
 					MPI_Abort(MPI_COMM_WORLD, 2);
 				}
+				if (!sync)
+					PMPI_Barrier(MPI_COMM_WORLD);
 				if (!sync && i > 0)
 					t += MPI_Wtime() - t0;
 			}
 			if (sync)
 				t = MPI_Wtime() - t0;
-			t = t / it * 1e6;
+			t = t / it - tb;
+			t = (t > 0 ? t : 0) * 1e6;
 			MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 			if (rank == 0) {
 				printf("coll=%s bytes=%ld iters=%d us=%.1f\n", names[c],
