@@ -58,8 +58,10 @@ setup_file() {
 	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
 	mkdir -p "$XT_STATE/work/$U"
 	chown "$U:" "$XT_STATE/work/$U"
-	# what a user can run on a node of theirs: once the job script whose pid
-	# is in FILE has ended, SIGSTOP every process of their uid, again and
+	# what a user can run on a node of theirs: it creates READY (the job
+	# script waits for it, so that a loaded machine cannot end the job before
+	# the stopper has started); once the job script whose pid is in FILE has
+	# ended, SIGSTOP every process of their uid, again and
 	# again without a pause (kill(-1) reaches all of them in one call), and
 	# every 50 ms look for what it hit: the --xsite-report writer, forked
 	# from slurmstepd, which runs as them once it has changed its uid.
@@ -117,6 +119,10 @@ int main(int argc, char **argv)
 	FILE *f;
 	int script = 0, pid;
 
+	if ((f = fopen(argv[3], "w")) == NULL)
+		return 2;
+	fclose(f);
+
 	(void)argc;
 	while (script <= 0 && time(NULL) < end) {
 		if ((f = fopen(argv[1], "r")) != NULL) {
@@ -168,10 +174,14 @@ setup() {
 @test "a user who stops the --xsite-report writer does not keep the job COMPLETING: root kills it after 20 s" {
 	local job pid caught='' start end log=$XT_STATE/log/slurmd-alpha1.log
 	for _ in 1 2 3 4 5; do
-		rm -f "$XT_STATE/work/$U/script.pid"
-		job=$(submit --xsite-report -o out-%j.txt --wrap 'srun -n1 true; echo $$ >s.$$; mv s.$$ script.pid')
+		rm -f "$XT_STATE/work/$U/script.pid" "$XT_STATE/work/$U/stopper.ready"
+		# the script ends once the stopper is there (at most 60 s)
+		job=$(submit --xsite-report -o out-%j.txt --wrap 'srun -n1 true
+			for _ in $(seq 600); do [ -e stopper.ready ] && break; sleep 0.1; done
+			echo $$ >s.$$; mv s.$$ script.pid')
 		# the user's process on alpha1, outside the job: stops the writer once the script has ended
-		pid=$(tb on alpha1 runuser -u "$U" -- "$XT_STATE/work/stopper" "$XT_STATE/work/$U/script.pid" 60) || pid=''
+		pid=$(tb on alpha1 runuser -u "$U" -- "$XT_STATE/work/stopper" "$XT_STATE/work/$U/script.pid" 60 \
+			"$XT_STATE/work/$U/stopper.ready") || pid=''
 		if [[ -n $pid ]]; then
 			caught=$pid
 			break
