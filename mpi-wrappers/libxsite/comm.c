@@ -79,6 +79,7 @@ static void comm_free(struct xs_comm *c)
 	free(c->members[1]);
 	free(c->streams[0]);
 	free(c->streams[1]);
+	free(c->race);
 	free(c);
 }
 
@@ -463,6 +464,7 @@ int xs_comm_setup(struct xs_comm *c)
 		free(order);
 		order = NULL;
 	}
+	CHECK(xs_race_alloc(c));
 	/* split, not dup: a dup would run the program's attribute copy
 	 * callbacks on this communicator */
 	CHECK(PMPI_Comm_split(c->comm, 0, c->rank, &c->priv));

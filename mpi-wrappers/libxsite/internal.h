@@ -33,6 +33,7 @@ struct xs_config {
 	int node_level;      /* XSITE_NODE_LEVEL */
 	int node_size;       /* XSITE_NODE_SIZE */
 	int matrix_max;      /* XSITE_MATRIX_MAX */
+	int handoff;         /* XSITE_HANDOFF */
 	const char *traffic; /* XSITE_TRAFFIC_FILE (NULL: none) */
 };
 extern struct xs_config xs_cfg;
@@ -93,6 +94,7 @@ struct xs_comm {
 	int me;             /* my site (0 or 1) */
 	int node_level;     /* my site's local phases go through the node level */
 	uint64_t logged[XS_NCOLL]; /* decisions already logged (XSITE_VERBOSE) */
+	struct xs_race *race; /* [XS_NCOLL][XS_SIZE_CLASSES] (race.c), or NULL */
 	struct xs_comm *prev, *next; /* the live list (comm.c) */
 };
 
@@ -107,6 +109,20 @@ void xs_comm_label(struct xs_comm *c, char *buf, size_t n);
 int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
 		     char (*names)[XS_SITE_MAX], int max_sites, int verify);
 uint64_t xs_hash(const char *s);
+
+/* ---- race.c: the hand-off to the MPI library's collectives -------------- */
+
+#define XS_SIZE_CLASSES 48 /* bytes up to 2^0 ... 2^47 */
+struct xs_race;
+int xs_race_alloc(struct xs_comm *c);   /* at set-up: c->race (XSITE_HANDOFF > 0) */
+int xs_size_class(uint64_t bytes);      /* bytes rounded up to 2^k: k */
+/* for a call that libxsite can run: *why set when the library's runs it
+ * (left as it is for libxsite's); xs_race_start() and xs_race_end() then go
+ * around that call */
+void xs_race_pick(struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes,
+		  const char **why);
+void xs_race_start(void);
+void xs_race_end(int rc);
 
 /* ---- coll.c ----------------------------------------------------------- */
 

@@ -341,12 +341,13 @@ static void log_decision(struct xs_comm *c, enum xs_coll_id coll, const char *wh
 /*
  * Site-aware with k streams (returns k >= 1), or fall back (returns 0).
  * The first collective on an intracommunicator sets it up (collectively).
- * why_call is a reason of this call (count 0, op, size) or NULL; why_shape,
- * if given, a reason of the communicator's layout (after its set-up) or
- * NULL; every input of the decision is the same on every rank of the
- * communicator.
+ * bytes decides between the two leaders and k streams (0: the leaders);
+ * size is the call's size for the hand-off (race.c); why_call is a reason
+ * of this call (count 0, op, size) or NULL; why_shape, if given, a reason
+ * of the communicator's layout (after its set-up) or NULL; every input of
+ * the decision is the same on every rank of the communicator.
  */
-static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes,
+static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t size,
 		  const char *why_call, const char *(*why_shape)(const struct xs_comm *),
 		  struct xs_comm **cp)
 {
@@ -375,6 +376,8 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes,
 		else if (why_shape)
 			why = why_shape(c);
 	}
+	if (!why)
+		xs_race_pick(c, coll, size, &why);
 	if (why) {
 		log_decision(c, coll, why, 0);
 		xs_note_decision(0);
@@ -462,7 +465,7 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 static int route(MPI_Comm comm, enum xs_coll_id coll, uint64_t total,
 		 uint64_t unit, int root, const char *why, struct xs_comm **cp)
 {
-	int k = decide(comm, coll, total, why, NULL, cp);
+	int k = decide(comm, coll, total, total, why, NULL, cp);
 
 	if (!k && MODELLED(*cp))
 		model(*cp, coll, unit, root);
@@ -505,7 +508,9 @@ static uint64_t rooted_block(MPI_Comm comm, int root, int rootcount,
 		GUARD(lib);                                                    \
 		xs_depth++;                                                    \
 		k = (route_call);                                              \
+		xs_race_start();                                               \
 		rc = k ? (xs_call) : (lib);                                    \
+		xs_race_end(rc);                                               \
 		xs_depth--;                                                    \
 		return rc;                                                     \
 	} while (0)
@@ -580,25 +585,48 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 
 /* ---- collectives through the site leaders only --------------------------- */
 
-/* why not, for a call with a block of cnt[r] (cnt NULL: block) elements of t
- * for each rank of comm (an intercommunicator's counts, which may be the
- * remote group's, are not read) */
-static const char *blocks_why(MPI_Comm comm, const int *cnt, int block, MPI_Datatype t)
+/* the elements of a call with a block of cnt[r] (cnt NULL: block) elements
+ * for each rank of comm; -1 for a negative count, 0 on an intercommunicator
+ * (whose counts, which may be the remote group's, are not read) */
+static int64_t blocks_count(MPI_Comm comm, const int *cnt, int block)
 {
-	uint64_t n = 0;
+	int64_t n = 0;
 	int size, r, c, inter = 0;
 
 	PMPI_Comm_test_inter(comm, &inter);
 	if (inter)
-		return "intercommunicator";
+		return 0;
 	PMPI_Comm_size(comm, &size);
 	for (r = 0; r < size; r++) {
 		c = cnt ? cnt[r] : block;
 		if (c < 0)
-			return "a negative count";
-		n += (uint64_t)c;
+			return -1;
+		n += c;
 	}
-	return bytes_why(n * nbytes(1, t));
+	return n;
+}
+
+/* the bytes of such a call, for the hand-off */
+static uint64_t blocks_bytes(MPI_Comm comm, const int *cnt, int block, MPI_Datatype t)
+{
+	int64_t n = blocks_count(comm, cnt, block);
+
+	return n > 0 ? (uint64_t)n * nbytes(1, t) : 0;
+}
+
+/* why not, for such a call */
+static const char *blocks_why(MPI_Comm comm, const int *cnt, int block, MPI_Datatype t)
+{
+	int64_t n;
+	int inter = 0;
+
+	PMPI_Comm_test_inter(comm, &inter);
+	if (inter)
+		return "intercommunicator";
+	n = blocks_count(comm, cnt, block);
+	if (n < 0)
+		return "a negative count";
+	return bytes_why((uint64_t)n * nbytes(1, t));
 }
 
 static const char *reduce_scatter_why(MPI_Comm comm, const int *cnt, int block,
@@ -647,6 +675,7 @@ static int modelled(int k, struct xs_comm *const *cp, enum xs_coll_id coll,
 #define REDUCE_SCATTER(lib, cnt, block)                                       \
 	COLLECTIVE(lib,                                                       \
 		   modelled(decide(comm, XS_REDUCE_SCATTER, 0,                \
+				   blocks_bytes(comm, cnt, block, t),         \
 				   reduce_scatter_why(comm, cnt, block, t, op),\
 				   NULL, &c),                                 \
 			    &c, XS_REDUCE_SCATTER, cnt, block, t),             \
@@ -670,7 +699,7 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		   MPI_Comm comm)
 {
 	COLLECTIVE(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),
-		   modelled(decide(comm, XS_ALLGATHERV, 0,
+		   modelled(decide(comm, XS_ALLGATHERV, 0, blocks_bytes(comm, rcounts, 0, rtype),
 				   blocks_why(comm, rcounts, 0, rtype), NULL, &c),
 			    &c, XS_ALLGATHERV, rcounts, 0, rtype),
 		   xs_allgatherv(c, sbuf, scount, stype, rbuf, rcounts, displs, rtype));
@@ -679,8 +708,9 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 /* Scan and Exscan: the op's order is kept */
 #define SCAN(lib, coll, exclusive)                                            \
 	COLLECTIVE(lib,                                                       \
-		   modelled(decide(comm, coll, 0, scan_why(count, t, op),     \
-				   order_why, &c), &c, coll, NULL, count, t), \
+		   modelled(decide(comm, coll, 0, nbytes(count, t),           \
+				   scan_why(count, t, op), order_why, &c),    \
+			    &c, coll, NULL, count, t),                        \
 		   xs_scan(c, sbuf, rbuf, count, t, op, exclusive))
 
 int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,

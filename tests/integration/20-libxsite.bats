@@ -43,10 +43,11 @@ setup() {
 }
 
 # xsrun ARGS...: srun of 8 tasks on the 4 nodes with libxsite preloaded
-# (the tasks, not srun, get LD_PRELOAD)
+# (the tasks, not srun, get LD_PRELOAD), its own algorithms wherever they
+# can run (XSITE_HANDOFF=0: paths and counts exact; ARGS may set it again)
 xsrun() {
 	on_head srun --mpi=pmix -N4 -n8 --ntasks-per-node=2 -t 1 \
-		env LD_PRELOAD="$W/libxsite.so" "$@"
+		env LD_PRELOAD="$W/libxsite.so" XSITE_HANDOFF=0 "$@"
 }
 
 # xsrun_init HEADER ARGS...: run xsrun ARGS (run --separate-stderr); if the
@@ -106,6 +107,18 @@ xsrun_init() {
 	[[ $stderr == *'xsite:comm: MPI_COMM_WORLD (n=8): sites 4+4, 2 node(s) at my site, 4 stream pair(s) for large messages, node level on'* ]]
 	[[ $stderr == *'xsite:coll:allreduce (n=8, 2 sites): hierarchical (node level), 1 crossing [MPI_COMM_WORLD]'* ]]
 	[[ $stderr == *'xsite:coll:allreduce (n=8, 2 sites): hierarchical (node level), 4 streams, 1 crossing [MPI_COMM_WORLD]'* ]]
+}
+
+@test "the hand-off across the link: right results, one path for all ranks, each verdict logged once" {
+	xsrun_init '# coll_check:' env XSITE_HANDOFF=1 XSITE_VERBOSE=1 "$W/coll_check" -r -a -q \
+		-c allreduce -t 50
+	assert_success
+	refute_line --partial 'not ok'
+	printf '%s\n' "$stderr" | grep 'measured' | head -n 6 | tap_note
+	run -0 grep -cE '^xsite:coll:allreduce \(n=8, 2 sites, up to [0-9]+ (B|KiB|MiB)\): (libxsite|the MPI library)'"'"'s, measured [0-9]+ us a call against [0-9]+ us' <<<"$stderr"
+	((output >= 3))
+	run -0 bash -c 'grep "measured.*\[MPI_COMM_WORLD\]" | sed -E "s/, measured [0-9]+ us a call against [0-9]+ us//" | sort | uniq -d' <<<"$stderr"
+	assert_output ''
 }
 
 @test "traffic_check: exact counts across the link, and one JSON record for the step" {

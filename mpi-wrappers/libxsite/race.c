@@ -1,0 +1,145 @@
+/*
+ * libxsite: the hand-off to the MPI library's own collectives.
+ *
+ * libxsite's algorithms cross the link once, but they add site-local
+ * phases, and which algorithm the MPI library picks for a call (and how
+ * often that one crosses the link) depends on its release, its tuning
+ * tables, the message size and the communicator; neither is known to
+ * libxsite.  So on every communicator, for each collective and each class
+ * of message size (bytes rounded up to a power of two), the first calls
+ * alternate between the two: the library's (untimed), libxsite's
+ * (untimed), then XSITE_HANDOFF timed calls of each in turn.  Then one
+ * allreduce on the communicator's private copy takes, for each algorithm,
+ * the slowest rank's total time, and the faster algorithm keeps that class
+ * for good.  Every rank makes the same calls in the same order with the
+ * same sizes (decide() in wrappers.c requires it), so every rank is at the
+ * same call of the same class and reaches the same verdict.
+ * docs/model.md (The MPI layer) gives the reasoning and the figures.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct xs_race {
+	unsigned calls; /* calls of this class so far */
+	int winner;     /* -1 undecided, 0 the MPI library, 1 libxsite */
+	double t[2];    /* timed seconds: [0] the library's, [1] libxsite's */
+};
+
+/* the call under way (collectives do not nest: wrappers.c's xs_depth) */
+static struct {
+	struct xs_comm *c;
+	struct xs_race *r;
+	enum xs_coll_id coll;
+	int cls, which, timed;
+	double t0;
+} pending;
+
+int xs_race_alloc(struct xs_comm *c)
+{
+	int i;
+
+	if (xs_cfg.handoff <= 0)
+		return MPI_SUCCESS;
+	c->race = malloc(sizeof(*c->race) * XS_NCOLL * XS_SIZE_CLASSES);
+	if (!c->race)
+		return MPI_ERR_NO_MEM;
+	for (i = 0; i < XS_NCOLL * XS_SIZE_CLASSES; i++) {
+		c->race[i].calls = 0;
+		c->race[i].winner = -1;
+		c->race[i].t[0] = c->race[i].t[1] = 0;
+	}
+	return MPI_SUCCESS;
+}
+
+int xs_size_class(uint64_t bytes)
+{
+	int k = 0;
+
+	while (bytes > 1 && k < XS_SIZE_CLASSES - 1) {
+		bytes = (bytes + 1) / 2;
+		k++;
+	}
+	return k;
+}
+
+/* "8 B", "64 KiB", "1 MiB": the top of class k */
+static void class_label(int k, char *buf, size_t n)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = k / 10;
+
+	if (u > 4)
+		u = 4;
+	snprintf(buf, n, "%llu %s", 1ULL << (k - 10 * u), unit[u]);
+}
+
+void xs_race_pick(struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes,
+		  const char **why)
+{
+	struct xs_race *r;
+	int cls;
+
+	pending.c = NULL;
+	if (!c->race)
+		return;
+	cls = xs_size_class(bytes);
+	r = &c->race[coll * XS_SIZE_CLASSES + cls];
+	if (r->winner >= 0) {
+		if (!r->winner)
+			*why = "the MPI library's measured faster (hand-off)";
+		return;
+	}
+	pending.c = c;
+	pending.r = r;
+	pending.coll = coll;
+	pending.cls = cls;
+	pending.which = (int)(r->calls % 2);
+	pending.timed = r->calls >= 2;
+	if (!pending.which)
+		*why = "timing the MPI library's (hand-off)";
+}
+
+void xs_race_start(void)
+{
+	if (pending.c)
+		pending.t0 = PMPI_Wtime();
+}
+
+void xs_race_end(int rc)
+{
+	struct xs_comm *c = pending.c;
+	struct xs_race *r = pending.r;
+	double t[2], slowest[2];
+
+	if (!c)
+		return;
+	pending.c = NULL;
+	if (pending.timed)
+		r->t[pending.which] += rc == MPI_SUCCESS ? PMPI_Wtime() - pending.t0 : 1e30;
+	if (++r->calls < 2 + 2 * (unsigned)xs_cfg.handoff)
+		return;
+	t[0] = r->t[0];
+	t[1] = r->t[1];
+	if (PMPI_Allreduce(t, slowest, 2, MPI_DOUBLE, MPI_MAX, c->priv) != MPI_SUCCESS) {
+		r->winner = 0; /* the same on every rank only if it failed on all */
+		return;
+	}
+	r->winner = slowest[1] <= slowest[0];
+	if (xs_cfg.verbose && c->rank == 0) {
+		char label[MPI_MAX_OBJECT_NAME + 16], size[48] = "", top[32];
+
+		xs_comm_label(c, label, sizeof(label));
+		if (pending.coll != XS_BARRIER) {
+			class_label(pending.cls, top, sizeof(top));
+			snprintf(size, sizeof(size), ", up to %s", top);
+		}
+		xs_log("xsite:coll:%s (n=%d, 2 sites%s): %s, measured %.0f us a call "
+		       "against %.0f us (%s) [%s]", xs_coll_name[pending.coll], c->size, size,
+		       r->winner ? "libxsite's" : "the MPI library's",
+		       slowest[r->winner] / xs_cfg.handoff * 1e6,
+		       slowest[!r->winner] / xs_cfg.handoff * 1e6,
+		       r->winner ? "the MPI library's" : "libxsite's", label);
+	}
+}
