@@ -55,13 +55,9 @@ int xs_race_alloc(struct xs_comm *c)
 
 int xs_size_class(uint64_t bytes)
 {
-	int k = 0;
+	int k = bytes <= 1 ? 0 : 64 - __builtin_clzll(bytes - 1);
 
-	while (bytes > 1 && k < XS_SIZE_CLASSES - 1) {
-		bytes = (bytes + 1) / 2;
-		k++;
-	}
-	return k;
+	return k < XS_SIZE_CLASSES ? k : XS_SIZE_CLASSES - 1;
 }
 
 /* "8 B", "64 KiB", "1 MiB": the top of class k */
