@@ -76,16 +76,17 @@ in_alloc() {
 		salloc -Q -w "$nodes" -N "$(tr ',' '\n' <<<"$nodes" | wc -l)" --ntasks-per-node=2 -t 3 "$@"
 }
 
-# mpi_alloc NODES CMD...: in_alloc, with a second try when the first died
-# in Open MPI's start-up: a rank gets a message while still in MPI_Init and
-# crashes in ob1's receive path, now and then on the testbed, without
-# libxsite (whose start-up fence prevents it).  Open MPI 4.1 dies of the
-# signal (exit status 128 or more); under 5.0 UCX's handler reports it
+# mpi_alloc NODES CMD...: in_alloc, tried again (three tries in all) when
+# a try died in Open MPI's start-up: a rank gets a message while still in
+# MPI_Init and crashes in ob1's receive path, now and then on the testbed,
+# without libxsite (whose start-up fence prevents it).  Open MPI 4.1 dies of
+# the signal (exit status 128 or more); under 5.0 UCX's handler reports it
 # ("Caught signal 11", a backtrace through ompi_mpi_init) and the rank
-# exits with MPI_ERR_UNKNOWN (14).
+# exits with MPI_ERR_UNKNOWN (14).  With two stacks' tests sharing the 2
+# cores, two such deaths in a row were seen (status 143, then 139).
 mpi_alloc() {
 	local try
-	for try in 1 2; do
+	for try in 1 2 3; do
 		run --separate-stderr in_alloc "$@"
 		if ((status < 128)) && ! { mpi_startup_crash "$stderr" && [[ $stderr == *ompi_mpi_init* ]]; }; then
 			return 0
