@@ -78,6 +78,22 @@ local function path(text)
   return text
 end
 
+-- A Slurm license and its count, as slurm.conf's Licenses= writes one:
+-- NAME:COUNT (NAME@SERVER:COUNT for one that sacctmgr keeps in slurmdbd).
+M.LICENSE_MAX = 1000000
+
+local function license(text)
+  local lname, count = text:match("^([%a_][%w_%-%.]*@?[%w_%-%.]*):(%d+)$")
+  if not lname or lname:sub(-1) == "@" then
+    return nil, string.format("'%s' is not a license and its count (NAME:COUNT, e.g. xsite_link:100)", text)
+  end
+  count = tonumber(count)
+  if count < 1 or count > M.LICENSE_MAX then
+    return nil, string.format("'%s': the count must be 1 to %d", text, M.LICENSE_MAX)
+  end
+  return { name = lname, count = count }
+end
+
 local function nodes(text)
   local list, err = hostlist.expand(text)
   if not list then return nil, err end
@@ -116,6 +132,7 @@ local SCHEMA = {
     { "Bandwidth", "bandwidth", quantity("bandwidth"), true },
     { "Latency", "latency", quantity("time"), true },
     { "Channels", "channels", integer(1) },
+    { "License", "license", license },
   },
   profile = {
     { "ProfileName", "name", name, true },
@@ -492,6 +509,41 @@ function M.locate(getenv)
     return dir .. "/xsite.conf"
   end
   return "/etc/slurm/xsite.conf"
+end
+
+--- slurm.conf's value of a key (the last one; nil when absent), from
+-- slurm.conf's text.
+function M.slurm_conf_value(text, key)
+  local value
+  key = key:lower()
+  for line in text:gmatch("[^\n]+") do
+    local k, v = line:gsub("#.*", ""):match("^%s*([%w]+)%s*=%s*(%S+)")
+    if k and k:lower() == key then value = v end
+  end
+  return value
+end
+
+--- The licenses slurm.conf's text declares (Licenses=a:2,b), name -> count.
+function M.slurm_licenses(text)
+  local out = {}
+  for item in (M.slurm_conf_value(text, "Licenses") or ""):gmatch("[^,]+") do
+    local n, c = item:match("^([^:*]+)[:*]?(%d*)$")
+    if n then out[n] = tonumber(c) or 1 end
+  end
+  return out
+end
+
+--- Whether slurm.conf declares the link's license as xsite.conf's License=
+-- has it (a NAME@SERVER license lives in slurmdbd: not looked for).
+-- @param licenses slurm.conf's, from `slurm_licenses`
+-- @return true, or false and what slurm.conf says instead
+function M.license_declared(cfg, licenses)
+  local lic = cfg.link and cfg.link.license
+  if not lic or lic.name:find("@", 1, true) then return true end
+  local count = licenses[lic.name]
+  if count == lic.count then return true end
+  return false, count and string.format("slurm.conf says %s:%d", lic.name, count)
+    or "slurm.conf declares no license " .. lic.name
 end
 
 --- A cached configuration: re-read at most every `interval` seconds and parsed

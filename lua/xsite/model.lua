@@ -285,20 +285,25 @@ end
 
 --- Everything the policy and the CLI need for n nodes.  slurmctld runs this
 -- for every job whose shape or profile it has not seen: it makes two tables.
--- @return { n, nA, nB, t_one, t_span, slowdown, speedup, one_site }
--- where speedup is the gain of spanning n nodes over the largest job that
--- fits one site (the node count capped at the larger site).
+-- @return { n, nA, nB, t_one, t_span, slowdown, speedup, one_site,
+--   link_share }, where speedup is the gain of spanning n nodes over the
+--   largest job that fits one site (the node count capped at the larger
+--   site), and link_share the part of the link's capacity (each way, all
+--   channels) the job uses on average while it spans: its bytes across over
+--   t_span (0 when it does not cross).
 function M.evaluate(cfg, profile, n, link)
   local nA, nB = M.split(cfg, n)
   local app = M.app(profile, n)
   local t_one, site = one_site(cfg, app, n)
-  local t_span
+  local t_span, share
   if nA == 0 or nB == 0 then
     local c, nw, l = site_parts(cfg.sites[nA == 0 and 2 or 1], app, n)
-    t_span = c + nw + l
+    t_span, share = c + nw + l, 0
   else
-    local c, nw, lt, l = span_parts(cfg, app, nA, nB, link)
+    local c, nw, lt, l, crossing = span_parts(cfg, app, nA, nB, link)
     t_span = c + nw + lt + l
+    -- half the crossing bytes go each way of the full-duplex link
+    share = t_span > 0 and crossing / 2 / t_span / ((link.channels or 1) * link.bandwidth) or 0
   end
   local biggest = max(#cfg.sites[1].nodes, #cfg.sites[2].nodes)
   local t_fit = n <= biggest and t_one or M.t_one(cfg, profile, biggest)
@@ -308,6 +313,7 @@ function M.evaluate(cfg, profile, n, link)
     slowdown = t_span / t_one,
     speedup = t_fit / t_span,
     one_site = site.name,
+    link_share = share,
   }
 end
 

@@ -116,6 +116,17 @@ local function quote(text)
 end
 M.quote = quote
 
+--- Whether a Slurm license request ("a:2,b", "a|b", "a@db:1") names the
+-- license `name` (case aside: it must not slip past by its spelling).
+function M.names_license(request, name)
+  name = name:lower()
+  for item in request:gmatch("[^,|]+") do
+    local n = item:match("^%s*([^:*%s]+)")
+    if n and n:lower() == name then return true end
+  end
+  return false
+end
+
 --- Decide where a job runs.
 -- @param req a table: `cfg` (xsite.config), `nodes` (the fewest nodes the
 --   job can get), `max_nodes` (the most it can get; default `nodes`),
@@ -130,23 +141,56 @@ M.quote = quote
 --   uid of root or SlurmUser submitting: their `--site-affinity=span` holds
 --   even with the link down), `link_state`
 --   (optional: `{ state, bandwidth, latency }`), `profile_state` (optional:
---   measured profiles, xsite.state.parse_profiles)
+--   measured profiles, xsite.state.parse_profiles), `license` (false: ask
+--   for no license even with the link's License= set; job_submit.lua passes
+--   it when slurm.conf does not declare the license), `licenses` (the
+--   user's own `--licenses`: kept, the link's share added to it)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
 --   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
---   `wait4switch`, `message` (one line for the user), `record`, `prediction`,
---   `het` (for a heterogeneous job's component: the site all its components
---   go to, or "span")
+--   `wait4switch`, `licenses` (for a job that may span, with the link's
+--   License= set: "NAME:N", its share of the link; `link_units` is N),
+--   `message` (one line for the user), `record`, `prediction`, `het` (for a
+--   heterogeneous job's component: the site all its components go to, or
+--   "span")
 function M.decide(req)
   local cfg = req.cfg
   local pol = cfg.policy
+  local lic = req.license ~= false and cfg.link and cfg.link.license or nil
   local d = { mode = pol.mode, nodes = req.nodes, max_slowdown = pol.max_slowdown }
+  -- A job that may span holds its share of the link in the link's licenses
+  -- (at least one, at most all of them), added to its own: Slurm starts no
+  -- more spanning work than the licenses cover.  Nothing when the link has
+  -- no License=, or when root's own --licenses already name it.
+  -- @return nil, or why the job must be refused
+  local function hold_link()
+    local own = req.licenses
+    if own == "" then own = nil end
+    if not lic or not d.prediction or (own and M.names_license(own, lic.name)) then return nil end
+    local held = math.ceil(d.prediction.link_share * lic.count - 1e-9)
+    held = math.min(lic.count, math.max(1, held))
+    if own and own:find("|", 1, true) and pol.mode == "enforce" then
+      return string.format("--licenses %s asks for one of several; this job may span and must also hold %d " ..
+        "of the link's licenses (%s), which Slurm cannot add to an OR: use ',' or submit it without --licenses",
+        quote(own), held, lic.name)
+    end
+    d.link_units = held
+    d.licenses = (own and own .. "," or "") .. lic.name .. ":" .. held
+    d.warning = (d.warning and d.warning .. "; " or "") .. string.format(
+      "it %s %d of the link's %d licenses (%s) while it runs",
+      pol.mode == "advise" and "would hold" or "holds", held, lic.count, lic.name)
+    return nil
+  end
+
   local function finish(action, why, text)
     if pol.mode == "advise" and action == "reject" and why ~= "bad-request" then
       -- advice never rejects for policy reasons: it says what enforce would do
       action, text = "none", "would be rejected under Mode=enforce: " .. text
     end
-    d.action, d.why = action, why
-    d.reason = text
+    if action == "span" then
+      local refuse = hold_link()
+      if refuse then action, why, text = "reject", "licenses", refuse end
+    end
+    d.action, d.why, d.reason = action, why, text
     if action == "reject" then
       d.message = "xsite: job rejected: " .. text
     else
@@ -165,7 +209,7 @@ function M.decide(req)
       if d.warning then d.message = d.message .. "; " .. d.warning end
     end
     if pol.mode == "advise" and action ~= "reject" then
-      d.features, d.req_switch, d.wait4switch = nil, nil, nil
+      d.features, d.req_switch, d.wait4switch, d.licenses = nil, nil, nil, nil
     end
     d.record = record.format(d)
     return d
@@ -190,6 +234,11 @@ function M.decide(req)
   end
   local ok, aerr = M.check_affinity(cfg, affinity)
   if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
+  if lic and pol.mode == "enforce" and req.licenses and req.override == nil
+      and M.names_license(req.licenses, lic.name) then
+    return finish("reject", "bad-request", string.format("--licenses %s: %s is the link's share, which xsite " ..
+      "gives a job that may span; submit without it", quote(req.licenses), lic.name))
+  end
   local target = cfg.site_by_name[affinity]
 
   -- The user's constraint: which sites it allows, whether it keeps the job

@@ -6,7 +6,7 @@
 --     xsite v=1 action=A why=W mode=M n=N [sites=S profile=P split=a+b
 --       t_one=s t_span=s slowdown=r max=r link=state,B/s,s,config|measured]
 --       [nmin=N] [het=SITE|span] [wsites=a+b] [override=UID] [wait4switch=s]
---       [constraint=F]
+--       [lic=N] [constraint=F]
 --
 -- The words after `sites=` are there when the decision has a prediction.
 -- `constraint` is the user's own, percent-encoded, so that the record stays
@@ -43,6 +43,7 @@ function M.format(d)
     (d.nodelist_sites and " wsites=" .. d.nodelist_sites or "") ..
     (d.override and " override=" .. d.override or "") ..
     (d.wait4switch and " wait4switch=" .. d.wait4switch or "") ..
+    (d.link_units and " lic=" .. d.link_units or "") ..
     (d.constraint and " constraint=" .. encode(d.constraint) or "")
   local e, l = d.prediction, d.link
   if not e then return head .. tail end

@@ -101,16 +101,6 @@ function M.most_nodes(job_desc, cfg)
   return n
 end
 
--- slurm.conf's value of a key (the last one; nil when absent).
-local function slurm_conf_value(text, key)
-  local value
-  for line in text:gmatch("[^\n]+") do
-    local k, v = line:gsub("#.*", ""):match("^%s*([%w]+)%s*=%s*(%S+)")
-    if k and k:lower() == key:lower() then value = v end
-  end
-  return value
-end
-
 local function read_small(path, cap)
   return path and (fs.read_capped(path, cap))
 end
@@ -118,7 +108,7 @@ end
 --- Whether slurm.conf configures topology/tree (read once, at set-up).
 function M.uses_topology_tree(slurm_conf)
   local text = read_small(slurm_conf, 1048576)
-  local v = text and slurm_conf_value(text, "TopologyPlugin")
+  local v = text and config.slurm_conf_value(text, "TopologyPlugin")
   return v == "topology/tree" or v == "tree"
 end
 
@@ -126,7 +116,7 @@ end
 -- Read once, at set-up, from slurm.conf and /etc/passwd.
 function M.slurm_user_uid(slurm_conf, passwd)
   local text = read_small(slurm_conf, 1048576)
-  local name = text and slurm_conf_value(text, "SlurmUser") or "root"
+  local name = text and config.slurm_conf_value(text, "SlurmUser") or "root"
   if name:match("^%d+$") then return tonumber(name) end
   if name == "root" then return 0 end
   local pw = read_small(passwd or "/etc/passwd", 16777216) or ""
@@ -157,6 +147,8 @@ function M.setup(conf_path, opts)
   state.files = {}
   state.interval, state.clock = opts.interval, opts.clock or os.time
   state.topology = M.uses_topology_tree(opts.slurm_conf)
+  local text = read_small(opts.slurm_conf, 1048576)
+  state.licenses = text and config.slurm_licenses(text)
   state.slurm_user = M.slurm_user_uid(opts.slurm_conf, opts.passwd)
   state.het, state.het_count = {}, 0
   state.fail_closed = false
@@ -189,6 +181,7 @@ end
 -- Apply a decision to the job description.
 local function apply(job_desc, d)
   if d.features then job_desc.features = d.features end
+  if d.licenses then job_desc.licenses = d.licenses end
   if d.req_switch then
     job_desc.req_switch = d.req_switch
     job_desc.wait4switch = d.wait4switch
@@ -230,6 +223,24 @@ local function remember_het(uid, site)
   state.het[uid] = { site = site, time = state.clock() }
 end
 
+-- Whether slurm.conf declares the link's license (Licenses=NAME:COUNT, as
+-- xsite.conf's License= has it): a job asking for a license Slurm does not
+-- know is refused by Slurm, so without it xsite asks for none and says so in
+-- slurmctld's log, once for each configuration.
+-- @return nil (ask for it), or false
+local function license_declared(cfg, slurm)
+  if not state.licenses then return nil end
+  local ok, what = config.license_declared(cfg, state.licenses)
+  if ok then return nil end
+  if state.license_said ~= cfg then
+    state.license_said = cfg
+    local lic = cfg.link.license
+    slurm.log_error("xsite: %s has License=%s:%d, but %s; spanning jobs get no license until slurm.conf " ..
+      "says Licenses=%s:%d", state.conf.filename, lic.name, lic.count, what, lic.name, lic.count)
+  end
+  return false
+end
+
 -- Decide for a job description (or a view of a pending job being changed):
 -- `extra` holds what job_desc does not (het, nodelist_sites, features).
 local function decide(job_desc, slurm, flags, extra)
@@ -265,6 +276,8 @@ local function decide(job_desc, slurm, flags, extra)
     override = extra.override,
     time_limit = set(tl) and tl * 60 or nil,
     topology = state.topology,
+    licenses = extra.licenses,
+    license = license_declared(cfg, slurm),
     link_state = state_file(cfg, slurm, "link"),
     profile_state = state_file(cfg, slurm, "profiles"),
   })
@@ -296,6 +309,7 @@ local function submit_job(job_desc, slurm, submit_uid)
   return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
     features = job_desc.features,
     req_nodes = job_desc.req_nodes,
+    licenses = job_desc.licenses,
     het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
     override = M.privileged(submit_uid) and submit_uid or nil,
   })
@@ -327,7 +341,24 @@ end
 -- The fields of a job description whose change can move a pending job, and
 -- those of them that name where it runs.
 local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task" }
-local PLACE = { "features", "req_nodes", "exc_nodes", "partition" }
+local PLACE = { "features", "req_nodes", "exc_nodes", "partition", "licenses" }
+
+--- What job_modify sets a pending job's licenses to for "none": Lua's ""
+-- means "unchanged" to job_submit/lua, and Slurm reads "," as an empty
+-- list (scontrol shows `Licenses=,`).
+M.NO_LICENSES = ","
+
+--- A license request without the license `name` (every item of it); nil
+-- when nothing is left.
+function M.without_license(request, name)
+  if type(request) ~= "string" or request == "" then return nil end
+  if not name then return request end
+  local kept = {}
+  for item in request:gmatch("[^,]+") do
+    if not policy.names_license(item, name) then kept[#kept + 1] = item end
+  end
+  return #kept > 0 and table.concat(kept, ",") or nil
+end
 
 --- Whether `uid` may override a decision: root and SlurmUser.
 function M.privileged(uid)
@@ -380,7 +411,13 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     end })
     local user = job_desc.features
     if user == nil then user = prev and (prev.constraint or "") or job_rec.features end
-    local extra = { features = user, req_nodes = job_desc.req_nodes }
+    -- the user's own licenses: a new request, or the job's without the
+    -- link's share xsite gave it
+    local cfg = state.conf.get()
+    local lic = cfg and cfg.link and cfg.link.license
+    local own = job_desc.licenses
+    if own == nil then own = M.without_license(job_rec.licenses, lic and lic.name) end
+    local extra = { features = user, req_nodes = job_desc.req_nodes, licenses = own }
     if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
     local offset = job_rec.het_job_offset
     if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
@@ -392,7 +429,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- Slurm lets only root and SlurmUser change admin_comment, even from
       -- job_submit: a change by the job's owner keeps the submission's
       -- record (the new one is in slurmctld's log)
-      local keys = { "features", "req_switch", "wait4switch" }
+      local keys = { "features", "req_switch", "wait4switch", "licenses" }
       if M.privileged(modify_uid) then keys[#keys + 1] = "admin_comment" end
       for _, k in ipairs(keys) do
         if rawget(view, k) ~= nil then job_desc[k] = rawget(view, k) end
@@ -404,9 +441,14 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- feature, which every node has.
       if rawget(view, "features") == nil and job_rec.features and job_rec.features ~= ""
           and (prev or job_desc.features ~= nil) then
-        local cfg = state.conf.get()
         local want = user ~= "" and user or (cfg and M.any_site(cfg))
         if want and want ~= job_rec.features then job_desc.features = want end
+      end
+      -- Likewise the link's share the job held and now must not: its own
+      -- licenses without it (none: M.NO_LICENSES).
+      if rawget(view, "licenses") == nil and lic and job_rec.licenses
+          and policy.names_license(job_rec.licenses, lic.name) then
+        job_desc.licenses = own or M.NO_LICENSES
       end
       -- Likewise the switch count xsite asked topology/tree for: 0 is none.
       if prev and prev.wait4switch and rawget(view, "req_switch") == nil then

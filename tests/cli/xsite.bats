@@ -257,6 +257,47 @@ with_link_state() {
   assert_line --index 2 "$FIX/errors.conf:3: NetLatency: '10' needs a unit (s, ms, us or ns)"
 }
 
+@test "check holds the link's License= against slurm.conf beside the file" {
+  local d=$BATS_TEST_TMPDIR/etc
+  mkdir -p "$d"
+  sed -E 's/^(LinkName=.*)$/\1 License=xsite_link:100/' "$REPO/site-configs/testbed.conf" >"$d/xsite.conf"
+  # no slurm.conf beside it: nothing to hold it against
+  run -0 xsite check "$d/xsite.conf"
+  assert_output --partial ", link 125 MB/s 1 ms as 100 licenses xsite_link, "
+  run -0 xsite check --json "$d/xsite.conf"
+  run -0 jq -r '"\(.link.license.name):\(.link.license.count)"' <<<"$output"
+  assert_output "xsite_link:100"
+  printf 'ClusterName=x\nLicenses=matlab:2,xsite_link:100\n' >"$d/slurm.conf"
+  run -0 xsite check "$d/xsite.conf"
+  local line
+  line=$(grep -n '^LinkName=' "$d/xsite.conf" | cut -d: -f1)
+  printf 'Licenses=matlab:2,xsite_link:10\n' >"$d/slurm.conf"
+  run -1 --separate-stderr xsite check "$d/xsite.conf"
+  use_stderr
+  assert_output "$d/xsite.conf:$line: License: xsite_link:100, but $d/slurm.conf: slurm.conf says xsite_link:10 (add Licenses=xsite_link:100 there)"
+  printf 'ClusterName=x\n' >"$d/slurm.conf"
+  run -1 --separate-stderr xsite check "$d/xsite.conf"
+  use_stderr
+  assert_output --partial "slurm.conf: slurm.conf declares no license xsite_link (add Licenses=xsite_link:100 there)"
+}
+
+@test "explain gives a job that may span its share of the link's license, and a pinned one none" {
+  local conf=$BATS_TEST_TMPDIR/xsite.conf
+  sed -E 's/^(LinkName=.*)$/\1 License=xsite_link:100/' "$REPO/site-configs/testbed.conf" >"$conf"
+  run -0 xsite --config "$conf" explain --nodes 2 --site-affinity span --comm-profile high
+  assert_line --index 0 --partial "; it holds 76 of the link's 100 licenses (xsite_link) while it runs"
+  assert_line "  --licenses=xsite_link:76 (75.4 % of the link each way, on average)"
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile high --json
+  run -0 jq -r '"\(.action) \(.licenses) \(.record | test(" lic="))"' <<<"$output"
+  assert_output "pin null false"
+  # a slower link measured: more units for the same job
+  printf 'State=degraded Bandwidth=62.5MB/s\n' >"$BATS_TEST_TMPDIR/link.state"
+  sed -i "s|^LinkStateFile=.*|LinkStateFile=$BATS_TEST_TMPDIR/link.state|" "$conf"
+  run -0 xsite --config "$conf" explain --nodes 2 --site-affinity span --comm-profile medium --json
+  run -0 jq -r .licenses <<<"$output"
+  assert_output "xsite_link:25"
+}
+
 @test "map --format json gives each rank its host, site and core slot, site by site" {
   run -0 xsite --config "$REPO/site-configs/testbed.conf" map --nodelist beta1,alpha1 --tasks-per-node '2(x2)' \
     --format json

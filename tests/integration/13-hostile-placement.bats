@@ -21,27 +21,12 @@ U=xsite-h1
 
 # as CMD...: CMD on the head as the hostile user, from the user's directory
 as() {
-	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- "$@")
+	xt_as "$U" "$@"
 }
 
-# update ARGS...: scontrol update as the user.  Slurm 24.11 now and then
-# answers a valid update with EAGAIN ("Resource temporarily unavailable":
-# try again), more often on a loaded machine (5 tries a second apart were
-# once all refused so, with two test runs sharing 2 cores); that answer, and
-# only that, is tried again, for up to 30 s
+# update ARGS...: scontrol update as the user (EAGAIN tried again: helpers.bash)
 update() {
-	local try out
-	for ((try = 1; try <= 30; try++)); do
-		if out=$(as scontrol update "$@" 2>&1); then
-			printf '%s\n' "$out"
-			return 0
-		fi
-		[[ $out == *'Resource temporarily unavailable'* ]] || break
-		printf '# scontrol update %s: try %d: %s\n' "$*" "$try" "$(tail -n 1 <<<"$out")" >&3
-		sleep 1
-	done
-	printf '%s\n' "$out"
-	return 1
+	xt_update_as "$U" "$@"
 }
 
 # try OPTION...: sbatch as the user (a short job); sets JOB (empty when

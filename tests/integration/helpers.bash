@@ -273,6 +273,35 @@ xt_users_remove() {
 	while read -r user; do userdel "$user" 2>/dev/null || true; done <"$BATS_FILE_TMPDIR/users-made"
 }
 
+# xt_as USER CMD...: CMD on the head as USER (made by xt_user), from the
+# user's own directory under the work directory
+xt_as() {
+	local user=$1
+	shift
+	(cd "$XT_STATE/work/$user" && tb on head runuser -u "$user" -- "$@")
+}
+
+# xt_update_as USER ARGS...: scontrol update ARGS as USER.  Slurm 24.11 now
+# and then answers a valid update with EAGAIN ("Resource temporarily
+# unavailable": try again), more often on a loaded machine (5 tries a second
+# apart were once all refused so, with two test runs sharing 2 cores); that
+# answer, and only that, is tried again, for up to 30 s
+xt_update_as() {
+	local user=$1 try out
+	shift
+	for ((try = 1; try <= 30; try++)); do
+		if out=$(xt_as "$user" scontrol update "$@" 2>&1); then
+			printf '%s\n' "$out"
+			return 0
+		fi
+		[[ $out == *'Resource temporarily unavailable'* ]] || break
+		printf '# scontrol update %s: try %d: %s\n' "$*" "$try" "$(tail -n 1 <<<"$out")" >&3
+		sleep 1
+	done
+	printf '%s\n' "$out"
+	return 1
+}
+
 # report_of JOB STEP: the job's record in ReportDir once it has STEP
 # (slurmstepd writes it when the step's processes are gone, after Slurm says
 # the job ended), within 10 s

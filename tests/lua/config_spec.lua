@@ -264,6 +264,19 @@ describe("xsite.config.parse", function()
         parse_errors({ SITE_A, SITE_B, "LinkName=ab Bandwidth=1GB/s" }))
     end)
 
+    it("a link's License= that is not NAME:COUNT, or counts none or too many", function()
+      for _, v in ipairs({ "xsite_link", "xsite_link:", ":5", "\"a b:3\"", "xsite_link@:4", "x:0", "x:1000001",
+        "x:2.5" }) do
+        local errs = parse_errors({ SITE_A, SITE_B, LINK .. " License=" .. v })
+        assert.are.equal(1, #errs)
+        assert.matches("^t%.conf:3: License: '", errs[1])
+      end
+      local cfg = assert(parse_lines({ SITE_A, SITE_B, LINK .. " License=link@dbd:1000000" }))
+      assert.are.same({ name = "link@dbd", count = 1000000 }, cfg.link.license)
+      cfg = assert(parse_lines({ SITE_A, SITE_B, LINK }))
+      assert.is_nil(cfg.link.license)
+    end)
+
     it("bad unit", function()
       assert_errors("bad-unit.conf", { line_of("bad-unit.conf", "LinkName")
         .. ": Bandwidth: '930MB': unknown unit 'MB' (B/s, MB/s, GB/s, MiB/s, Mb/s, Gb/s, Mbit/s, Gbit/s)" })

@@ -134,6 +134,18 @@ describe("xsite.model two sites", function()
     assert.is_true(close(p4.latency, 10 * (1e-6 + 1e-3)))
   end)
 
+  it("gives the share of the link a spanning job uses: its bytes each way over its time", function()
+    local prof = { ops = 1e9, bytes = 1e9, exchange = 1e9, steps = 10, pattern = "halo1d" }
+    local e = model.evaluate(cfg, prof, 2, LINK)
+    local t = model.t_span(cfg, prof, 1, 1, LINK)
+    -- 1e9 bytes cross, half each way, over t_span, of 100 MB/s
+    assert.is_true(close(e.link_share, 0.5e9 / t / 100e6))
+    assert.is_true(e.link_share > 0 and e.link_share < 1)
+    -- nothing crosses: no share
+    prof.pattern = "none"
+    assert.are.equal(0, model.evaluate(cfg, prof, 2, LINK).link_share)
+  end)
+
   it("shares the link among crossing flows up to its channels", function()
     local cfg4 = h.config(table.concat({
       "SiteName=a Nodes=a[1-4] CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",

@@ -315,7 +315,7 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(j, s))
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
       min_nodes = j.min_nodes, max_nodes = j.max_nodes, job_state = submit.JOB_PENDING, user_id = 1001,
-      het_job_id = 0, het_job_offset = 0 }
+      het_job_id = 0, het_job_offset = 0, licenses = j.licenses }
     return submit.job_modify(change, rec, s, uid or 1001), change, s
   end
 
@@ -377,6 +377,121 @@ describe("xsite.submit", function()
     local rc, c = modify({ min_nodes = 1, num_tasks = 6, features = "[(big&site_b)|big]" }, { req_nodes = "b1" })
     assert.are.equal(0, rc)
     assert.are.equal("[(big&site_b)|big]&site_b", c.features)
+  end)
+
+  -- The link as 100 licenses: CONF with License= on its line, slurm.conf
+  -- declaring it (or `slurm_conf`).
+  local LICENSED = CONF:gsub("(LinkName=[^\n]*)", "%1 License=xsite_link:100")
+  local QUIET = { [0] = "XSITE_COMM_PROFILE=quiet" }
+
+  it("gives a job that may span its share of the link in licenses, and a pinned job none", function()
+    setup_conf(LICENSED, "Licenses=xsite_link:100,matlab:4\n")
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, spank_job_env = QUIET })
+    assert.are.equal(0, submit.job_submit(j, s))
+    local n = tonumber(j.licenses:match("^xsite_link:(%d+)$"))
+    assert.is_true(n >= 1 and n <= 100)
+    assert.are.equal(tostring(n), require("xsite.record").parse(j.admin_comment).lic)
+    assert.matches("may span both sites: .*; it holds " .. n .. " of the link's 100 licenses %(xsite_link%)",
+      s.user[1])
+    -- the user's own licenses are kept
+    j = job({ min_nodes = 2, spank_job_env = QUIET, licenses = "matlab:2" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("matlab:2,xsite_link:" .. n, j.licenses)
+    -- a chatty job is pinned: no share of the link
+    j = job({ min_nodes = 2, licenses = "matlab:2" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("matlab:2", j.licenses)
+    assert.is_nil(j.admin_comment:match(" lic="))
+  end)
+
+  it("asks for more of the link the more a job sends across it", function()
+    local cfg = h.config(LICENSED)
+    local policy = require("xsite.policy")
+    local function units(p)
+      return policy.decide({ cfg = cfg, nodes = 2, affinity = "span", profile = p }).link_units
+    end
+    local quiet, chatty = units("quiet"), units("chatty")
+    assert.is_true(quiet >= 1 and chatty <= 100)
+    assert.is_true(chatty > quiet, chatty .. " > " .. quiet)
+    -- a job that only computes still holds one
+    assert.are.equal(1, units("op=1e12,b=1GB,x=0,steps=0"))
+    -- advice: what it would hold, nothing asked for
+    local d = policy.decide({ cfg = h.config(LICENSED .. "Mode=advise\n"), nodes = 2, affinity = "span",
+      profile = "chatty" })
+    assert.is_nil(d.licenses)
+    assert.are.equal(chatty, d.link_units)
+    assert.matches("; it would hold " .. chatty .. " of the link's 100 licenses", d.message, 1, true)
+  end)
+
+  it("refuses a user's own request for the link's license, and an OR of licenses for a job that spans", function()
+    setup_conf(LICENSED, "Licenses=xsite_link:100,a:1,b:1\n")
+    for _, own in ipairs({ "xsite_link:1", "a:1,XSITE_LINK", "b|xsite_link:3" }) do
+      local s = fake_slurm()
+      local j = job({ min_nodes = 2, licenses = own })
+      assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
+      assert.matches("^xsite: job rejected: %-%-licenses '.*': xsite_link is the link's share", s.user[1])
+      assert.are.equal(own, j.licenses)
+    end
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, spank_job_env = QUIET, licenses = "a|b" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
+    assert.matches("^xsite: job rejected: %-%-licenses 'a|b' asks for one of several", s.user[1])
+    -- pinned, an OR is the user's business
+    j = job({ min_nodes = 2, licenses = "a|b" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("a|b", j.licenses)
+    -- root may ask for the link's license itself: it stands as given
+    j = job({ min_nodes = 2, spank_job_env = QUIET, licenses = "xsite_link:7" })
+    assert.are.equal(0, submit.job_submit(j, s, 0))
+    assert.are.equal("xsite_link:7", j.licenses)
+  end)
+
+  it("asks for no license slurm.conf does not declare, and says so once in slurmctld's log", function()
+    setup_conf(LICENSED, "Licenses=xsite_link:50\n")
+    local s = fake_slurm()
+    for _ = 1, 3 do
+      local j = job({ min_nodes = 2, spank_job_env = QUIET })
+      assert.are.equal(0, submit.job_submit(j, s))
+      assert.is_nil(j.licenses)
+    end
+    assert.are.equal(1, #s.errors)
+    assert.matches("has License=xsite_link:100, but slurm.conf says xsite_link:50; spanning jobs get no license",
+      s.errors[1])
+  end)
+
+  it("gives the link's share back to a pending job whose owner changes its licenses", function()
+    setup_conf(LICENSED, "Licenses=xsite_link:100,a:2\n")
+    local function sub() return { min_nodes = 2, spank_job_env = QUIET } end
+    local rc, c = modify(sub(), { licenses = "a:1" })
+    assert.are.equal(0, rc)
+    local n = c.licenses:match("^a:1,xsite_link:(%d+)$")
+    assert.truthy(n)
+    -- cleared: the share is set again
+    rc, c = modify(sub(), { licenses = "" })
+    assert.are.equal(0, rc)
+    assert.are.equal("xsite_link:" .. n, c.licenses)
+    -- the link's license itself: refused
+    local _, s
+    rc, _, s = modify(sub(), { licenses = "xsite_link:1" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, rc)
+    assert.matches("%-%-licenses 'xsite_link:1'", s.user[#s.user])
+    -- another change keeps the user's own licenses beside the share
+    rc, c = modify({ min_nodes = 2, spank_job_env = QUIET, licenses = "a:2" }, { min_nodes = 3 })
+    assert.are.equal(0, rc)
+    assert.matches("^a:2,xsite_link:%d+$", c.licenses)
+    -- a change that keeps the job at one site: the share goes, the
+    -- user's own licenses stay (none: "," which Slurm reads as none)
+    rc, c = modify({ min_nodes = 2, spank_job_env = QUIET, licenses = "a:2" }, { features = "site_a" })
+    assert.are.equal(0, rc)
+    assert.are.equal("a:2", c.licenses)
+    rc, c = modify(sub(), { features = "site_b" })
+    assert.are.equal(0, rc)
+    assert.are.equal(",", c.licenses)
+    -- root's change of licenses stands as given
+    rc, c = modify(sub(), { licenses = "a:1" }, 0)
+    assert.are.equal(0, rc)
+    assert.are.equal("a:1", c.licenses)
   end)
 
   it("does not move a running job", function()

@@ -24,9 +24,26 @@ Exit 0 when it is valid, 1 with every error as `file:line: Key: message`.
 ]],
 }
 
+-- The link's License= against slurm.conf beside the file (when there is
+-- one): a license Slurm does not know would make Slurm refuse every job
+-- that spans, so a difference is an error at the link's line.
+local function check_license(cfg, path)
+  local lic = cfg.link.license
+  if not lic then return nil end
+  local dir = path:match("^(.*)/[^/]*$") or "."
+  local text = config.read_file(dir .. "/slurm.conf")
+  if not text then return nil end
+  local ok, what = config.license_declared(cfg, config.slurm_licenses(text))
+  if ok then return nil end
+  return string.format("%s:%d: License: %s:%d, but %s/slurm.conf: %s (add Licenses=%s:%d there)", path,
+    cfg.link.line, lic.name, lic.count, dir, what, lic.name, lic.count)
+end
+
 function M.run(opts, pos, io_, global)
   local path = pos[1] or global.config or config.locate()
   local cfg, _, errs = config.load(path)
+  local lerr = cfg and check_license(cfg, path)
+  if lerr then cfg, errs = nil, { lerr } end
   if opts.json then
     local doc = { file = path, valid = cfg ~= nil, errors = json.array(errs or {}) }
     if cfg then
@@ -36,7 +53,8 @@ function M.run(opts, pos, io_, global)
         for j, n in ipairs(s.nodes) do nodes[j] = n end
         doc.sites[i] = { name = s.name, feature = s.feature, cores = s.cores, nodes = nodes }
       end
-      doc.link = { bandwidth = cfg.link.bandwidth, latency = cfg.link.latency, channels = cfg.link.channels }
+      doc.link = { bandwidth = cfg.link.bandwidth, latency = cfg.link.latency, channels = cfg.link.channels,
+        license = cfg.link.license }
       doc.profiles = json.array({})
       for i, p in ipairs(cfg.profiles) do doc.profiles[i] = p.name end
       doc.mode = cfg.policy.mode
@@ -50,10 +68,11 @@ function M.run(opts, pos, io_, global)
     return 1
   end
   local n = #cfg.sites[1].nodes + #cfg.sites[2].nodes
-  out(io_, "%s: OK: sites %s (%d nodes) and %s (%d nodes), link %s %s, %d profiles\n", path,
+  local lic = cfg.link.license
+  out(io_, "%s: OK: sites %s (%d nodes) and %s (%d nodes), link %s %s%s, %d profiles\n", path,
     cfg.sites[1].name, #cfg.sites[1].nodes, cfg.sites[2].name, #cfg.sites[2].nodes,
     units.format_bandwidth(cfg.link.bandwidth * cfg.link.channels), units.format_time(cfg.link.latency),
-    #cfg.profiles)
+    lic and string.format(" as %d licenses %s", lic.count, lic.name) or "", #cfg.profiles)
   return n > 0 and 0 or 1
 end
 

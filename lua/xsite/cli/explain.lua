@@ -55,14 +55,18 @@ function M.run(opts, _, io_, global)
     local p = d.prediction
     out(io_, "%s\n", json.encode({
       action = d.action, why = d.why, message = d.message, record = d.record,
-      features = d.features, req_switch = d.req_switch, wait4switch = d.wait4switch,
+      features = d.features, req_switch = d.req_switch, wait4switch = d.wait4switch, licenses = d.licenses,
       prediction = p and { nodes = p.n, split = { p.nA, p.nB }, t_one = p.t_one, t_span = p.t_span,
-        slowdown = p.slowdown } or nil,
+        slowdown = p.slowdown, link_share = p.link_share } or nil,
     }))
   else
     out(io_, "%s\n", policy.describe(d))
     if d.features then out(io_, "  constraint: %s\n", d.features) end
     if d.wait4switch then out(io_, "  --switches=1@%ds (wait for one site at most that long)\n", d.wait4switch) end
+    if d.licenses then
+      out(io_, "  --licenses=%s (%.1f %% of the link each way, on average)\n", d.licenses,
+        100 * d.prediction.link_share)
+    end
   end
   return d.action == "reject" and 1 or 0
 end
