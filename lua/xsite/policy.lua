@@ -127,6 +127,12 @@ function M.names_license(request, name)
   return false
 end
 
+--- A share of the link (0 to 1) in units of a license of `count`: rounded
+-- up, at least 1, at most `count`.
+function M.link_units(share, count)
+  return math.min(count, math.max(1, math.ceil(share * count - 1e-9)))
+end
+
 --- Decide where a job runs.
 -- @param req a table: `cfg` (xsite.config), `nodes` (the fewest nodes the
 --   job can get), `max_nodes` (the most it can get; default `nodes`),
@@ -166,8 +172,7 @@ function M.decide(req)
     local own = req.licenses
     if own == "" then own = nil end
     if not lic or not d.prediction or (own and M.names_license(own, lic.name)) then return nil end
-    local held = math.ceil(d.prediction.link_share * lic.count - 1e-9)
-    held = math.min(lic.count, math.max(1, held))
+    local held = M.link_units(d.prediction.link_share, lic.count)
     if own and own:find("|", 1, true) and pol.mode == "enforce" then
       return string.format("--licenses %s asks for one of several; this job may span and must also hold %d " ..
         "of the link's licenses (%s), which Slurm cannot add to an OR: use ',' or submit it without --licenses",

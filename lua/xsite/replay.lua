@@ -13,7 +13,8 @@ local M = {}
 
 --- The sacct fields `xsite replay` asks for, in this order (AdminComment
 -- last: it may hold the delimiter); see M.sacct_fields.
-M.FIELDS = { "JobID", "User", "State", "NNodes", "Elapsed", "Reserved", "NodeList", "AdminComment" }
+M.FIELDS = { "JobID", "User", "State", "NNodes", "Elapsed", "Reserved", "NodeList", "Start", "End",
+  "AdminComment" }
 --- The sacct fields to ask for from a Slurm whose `sacct --helpformat` is
 -- `helpformat`: M.FIELDS, with the time in the queue as Slurm 23.11 and
 -- later name it (Planned; Reserved before, and when `helpformat` is nil).
@@ -50,8 +51,19 @@ function M.seconds(text)
   return (tonumber(d) or 0) * 86400 + tonumber(h) * 3600 + tonumber(m) * 60 + tonumber(s)
 end
 
+--- Seconds of a Slurm time stamp (2026-11-25T22:10:03), to compare and
+-- subtract (as local time); nil for "Unknown", "None" and the like.
+function M.timestamp(text)
+  if type(text) ~= "string" then return nil end
+  local y, mo, d, h, mi, s = text:match("^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)$")
+  if not y then return nil end
+  return os.time({ year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
+    min = tonumber(mi), sec = tonumber(s) })
+end
+
 --- Read sacct's parsable output (fields of M.FIELDS, M.DELIMITER between).
--- @return array of jobs { id, user, state, nodes, elapsed, reserved, nodelist, record }
+-- @return array of jobs { id, user, state, nodes, elapsed, reserved, nodelist, start, end_, record }
+--   (start, end_: seconds, nil when sacct has none)
 --   (record: the parsed xsite record, or nil), or nil and a message naming the line
 function M.parse_sacct(text)
   local jobs, n = {}, 0
@@ -72,7 +84,7 @@ function M.parse_sacct(text)
     jobs[#jobs + 1] = {
       id = f[1], user = f[2], state = f[3], nodes = nodes,
       elapsed = M.seconds(f[5]) or 0, reserved = M.seconds(f[6]) or 0,
-      nodelist = f[7], record = (record.parse(f[8])),
+      nodelist = f[7], start = M.timestamp(f[8]), end_ = M.timestamp(f[9]), record = (record.parse(f[10])),
     }
   end
   return jobs
@@ -93,7 +105,8 @@ local function count(t, k) t[k] = (t[k] or 0) + 1 end
 --   counts by action, changed (array of { id, before, after, slowdown }),
 --   node_hours_lost (by the jobs that may span after), queue_node_hours
 --   (waited by jobs pinned before that may span after: what spanning might
---   have saved, at most)
+--   have saved, at most), link (the link's license over the jobs that may
+--   span after, see M.link_load)
 function M.run(cfg, jobs, opts)
   opts = opts or {}
   if opts.max_slowdown then
@@ -106,6 +119,9 @@ function M.run(cfg, jobs, opts)
   end
   local s = { jobs = #jobs, replayed = 0, skipped = {}, before = {}, after = {}, changed = {},
     node_hours_lost = 0, queue_node_hours = 0 }
+  -- the license rule, as configured or (without License=) in percent of the link
+  local lic = cfg.link.license or { name = "(percent of the link)", count = 100 }
+  local spanning = {}
   for _, job in ipairs(jobs) do
     local rec = job.record
     if not rec then
@@ -126,6 +142,10 @@ function M.run(cfg, jobs, opts)
         if rec.action ~= d.action then
           s.changed[#s.changed + 1] = { id = job.id, before = rec.action, after = d.action, slowdown = slow }
         end
+        if d.action == "span" and d.prediction then
+          spanning[#spanning + 1] = { id = job.id, start = job.start, end_ = job.end_,
+            units = policy.link_units(d.prediction.link_share, lic.count) }
+        end
         if d.action == "span" then
           local spanned = opts.spans and opts.spans(job)
           local at_one = spanned and job.elapsed / slow or job.elapsed
@@ -137,7 +157,48 @@ function M.run(cfg, jobs, opts)
       end
     end
   end
+  s.link = M.link_load(spanning, lic)
   return s
+end
+
+--- What the link's license would have done to jobs that ran: each holds its
+-- units from its start to its end; a job that started while the others
+-- held more than the license leaves would have waited for the link.
+-- @param spanning array of { id, start, end_, units } (jobs without a start
+--   or end are left out)
+-- @param lic { name, count }
+-- @return { license, count, jobs, peak (the most units held at once), over
+--   (ids of the jobs that would have waited), unit_hours }
+function M.link_load(spanning, lic)
+  local events = {}
+  local out = { license = lic.name, count = lic.count, jobs = 0, peak = 0, over = {}, unit_hours = 0 }
+  for _, j in ipairs(spanning) do
+    if j.start and j.end_ and j.end_ >= j.start then
+      out.jobs = out.jobs + 1
+      out.unit_hours = out.unit_hours + j.units * (j.end_ - j.start) / 3600
+      -- at one time, the ends of jobs that started before, then the starts
+      -- (a job may start as another ends), then the ends of jobs that
+      -- lasted no time (sacct counts in seconds)
+      events[#events + 1] = { t = j.start, order = 1, job = j }
+      events[#events + 1] = { t = j.end_, order = j.end_ > j.start and 0 or 2, job = j }
+    end
+  end
+  table.sort(events, function(a, b)
+    if a.t ~= b.t then return a.t < b.t end
+    if a.order ~= b.order then return a.order < b.order end
+    return tostring(a.job.id) < tostring(b.job.id)
+  end)
+  local held = 0
+  for _, e in ipairs(events) do
+    if e.order == 1 then
+      if held + e.job.units > lic.count then out.over[#out.over + 1] = e.job.id end
+      held = held + e.job.units
+      if held > out.peak then out.peak = held end
+    else
+      held = held - e.job.units
+    end
+  end
+  return out
 end
 
 return M

@@ -646,7 +646,7 @@ with_link_state() {
   local record
   record=$(xsite --config "$conf" explain --nodes 2 --comm-profile solver --json |
     sed -E 's/.*"record":"([^"]*)".*/\1/')
-  printf '7\tu\tCOMPLETED\t2\t00:10:00\t00:01:00\talpha[1-2]\t%s\n' "$record" >"$BATS_TEST_TMPDIR/sacct"
+  printf '7\tu\tCOMPLETED\t2\t00:10:00\t00:01:00\talpha[1-2]\tUnknown\tUnknown\t%s\n' "$record" >"$BATS_TEST_TMPDIR/sacct"
   printf 'ProfileName=solver Exchange=901126 Steps=111\n' >"$state"
   run -0 xsite --config "$conf" explain --nodes 2 --comm-profile solver
   assert_line --index 0 --regexp '^xsite: may span both sites: spanning would be 1\.00x slower'

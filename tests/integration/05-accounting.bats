@@ -89,6 +89,9 @@ xsite() {
 	# under the policy in force nothing changes
 	run -0 xsite replay --since 2000-01-01
 	refute_line --regexp '^  job '
+	# the jobs that may span, over their times from sacct (Start, End),
+	# against the link's share in percent (no License= here)
+	assert_line --regexp "^  the link's license \(percent of the link\) of 100 units: [1-9][0-9]* jobs? allowed to span held at most [1-9][0-9]* at once; none would have waited for the link\$"
 	# under MaxSlowdown 2 the pinned job (slowdown 1.15) may span, the other stays
 	run -0 xsite replay --since 2000-01-01 --max-slowdown 2
 	printf '# %s\n' "${lines[@]}" >&3

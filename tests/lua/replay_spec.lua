@@ -10,8 +10,9 @@ local function cfg()
   }, "\n"))
 end
 
-local function line(id, nodes, elapsed, reserved, nodelist, comment)
-  return table.concat({ id, "alice", "COMPLETED", nodes, elapsed, reserved, nodelist, comment }, "\t")
+local function line(id, nodes, elapsed, reserved, nodelist, comment, start, end_)
+  return table.concat({ id, "alice", "COMPLETED", nodes, elapsed, reserved, nodelist, start or "Unknown",
+    end_ or "Unknown", comment }, "\t")
 end
 
 -- The record the policy itself writes for a job.
@@ -50,7 +51,60 @@ describe("xsite.replay", function()
     assert.is_nil(jobs[2].record)
     local none, err = replay.parse_sacct("7\talice\tCOMPLETED\n")
     assert.is_nil(none)
-    assert.matches("sacct line 1: 8 fields expected", err)
+    assert.matches("sacct line 1: 10 fields expected", err)
+  end)
+
+  it("reads sacct's time stamps, and none where sacct has none", function()
+    local a, b = replay.timestamp("2026-11-25T22:10:03"), replay.timestamp("2026-11-25T23:10:04")
+    assert.are.equal(3601, b - a)
+    assert.is_nil(replay.timestamp("Unknown"))
+    assert.is_nil(replay.timestamp("None"))
+  end)
+
+  it("holds the jobs that may span to the link's license: the peak, and who would have waited", function()
+    local lic = { name = "xsite_link", count = 100 }
+    local l = replay.link_load({
+      { id = "1", start = 0, end_ = 100, units = 60 },
+      { id = "2", start = 10, end_ = 50, units = 30 },
+      -- 60 + 30 + 20 > 100: it would have waited
+      { id = "3", start = 20, end_ = 40, units = 20 },
+      -- starts as 2 ends: 60 + 40 fits
+      { id = "4", start = 50, end_ = 60, units = 40 },
+      { id = "5", units = 99 },
+      -- no time at all, as sacct may say of a short job: still held
+      { id = "6", start = 200, end_ = 200, units = 7 },
+    }, lic)
+    assert.are.same({ "3" }, l.over)
+    assert.are.equal(110, l.peak)
+    assert.are.equal(5, l.jobs)
+    assert.is_true(math.abs(l.unit_hours - (6000 + 1200 + 400 + 400) / 3600) < 1e-9)
+  end)
+
+  it("replays the link's license over jobs that ran at once, in percent of the link without License=", function()
+    local c = cfg()
+    local quiet = record(c, { nodes = 2, profile = "quiet" })
+    local chatty = record(c, { nodes = 2, profile = "chatty" })
+    local jobs = assert(replay.parse_sacct(table.concat({
+      line("1", "2", "01:00:00", "00:00:00", "a1,b1", quiet, "2026-11-25T10:00:00", "2026-11-25T11:00:00"),
+      line("2", "2", "01:00:00", "00:00:00", "a[1-2]", chatty, "2026-11-25T10:30:00", "2026-11-25T11:30:00"),
+      line("3", "2", "00:30:00", "00:00:00", "b[1-2]", chatty, "2026-11-25T10:45:00", "2026-11-25T11:15:00"),
+    }, "\n")))
+    -- as decided: only the quiet job spans, 1 unit
+    local s = replay.run(c, jobs)
+    assert.are.equal("(percent of the link)", s.link.license)
+    assert.are.same({ 1, 1 }, { s.link.jobs, s.link.peak })
+    assert.are.same({}, s.link.over)
+    -- all three may span under a loose MaxSlowdown: a chatty job holds 77 %
+    -- of the link, so the second chatty one would have waited
+    local loose = replay.run(c, jobs, { max_slowdown = 100 })
+    assert.are.same({ 3, 155 }, { loose.link.jobs, loose.link.peak })
+    assert.are.same({ "3" }, loose.link.over)
+    -- with the link's own license of 1000 units: the same, finer
+    local lc = cfg()
+    lc.link.license = { name = "xsite_link", count = 1000 }
+    local fine = replay.run(lc, jobs, { max_slowdown = 100 })
+    assert.are.same({ "xsite_link", 1000, 1 + 764 + 764 }, { fine.link.license, fine.link.count, fine.link.peak })
+    assert.are.same({ "3" }, fine.link.over)
   end)
 
   it("tells what another MaxSlowdown changes, and what it costs and saves", function()

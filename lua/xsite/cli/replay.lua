@@ -24,15 +24,18 @@ job's xsite record from its admin_comment), under the configuration of
 have been pinned or allowed to span, which jobs change, the node-hours the
 jobs allowed to span lose to their slowdown, and the queue time (in
 node-hours) of jobs pinned before that may span now: what spanning might
-have saved, at most.  Jobs the users placed themselves are left out.
+have saved, at most, and the link's license over the jobs allowed to span
+(License= on the link line, else in percent of the link): the most units
+they held at once and the jobs that would have waited for the link.  Jobs
+the users placed themselves are left out.
 
   --since DATE       jobs that ended since DATE, in sacct's syntax
                      (default: now-7days)
   --max-slowdown X   replay with this MaxSlowdown
   --sacct-file FILE  read sacct's output from FILE instead of running sacct
                      (fields: JobID User State NNodes Elapsed Reserved NodeList
-                     AdminComment, tab-separated; Reserved is Planned from
-                     Slurm 23.11 on)
+                     Start End AdminComment, tab-separated; Reserved is
+                     Planned from Slurm 23.11 on)
   --json             the summary as JSON
 ]],
 }
@@ -89,7 +92,9 @@ function M.run(opts, _, io_, global)
     out(io_, "%s\n", json.encode({ max_slowdown = maxs or cfg.policy.max_slowdown, jobs = s.jobs,
       replayed = s.replayed, skipped = s.skipped, before = s.before, after = s.after,
       changed = json.array(s.changed), node_hours_lost = s.node_hours_lost,
-      queue_node_hours = s.queue_node_hours }))
+      queue_node_hours = s.queue_node_hours, link = { license = s.link.license, count = s.link.count,
+        jobs = s.link.jobs, peak = s.link.peak, waited = json.array(s.link.over),
+        unit_hours = s.link.unit_hours } }))
     return 0
   end
   local function counts(t)
@@ -109,6 +114,10 @@ function M.run(opts, _, io_, global)
   end
   out(io_, "  node-hours lost to slowdown by the jobs allowed to span: %.2f\n", s.node_hours_lost)
   out(io_, "  queue node-hours of pinned jobs now allowed to span (at most saved): %.2f\n", s.queue_node_hours)
+  local l = s.link
+  out(io_, "  the link's license %s of %d units: %d job%s allowed to span held at most %d at once%s\n",
+    l.license, l.count, l.jobs, l.jobs == 1 and "" or "s", l.peak, #l.over == 0 and "; none would have waited for the link" or
+    string.format("; %d would have waited for the link (job %s)", #l.over, table.concat(l.over, ", job ")))
   return 0
 end
 
