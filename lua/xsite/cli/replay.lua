@@ -116,7 +116,8 @@ function M.run(opts, _, io_, global)
   out(io_, "  queue node-hours of pinned jobs now allowed to span (at most saved): %.2f\n", s.queue_node_hours)
   local l = s.link
   out(io_, "  the link's license %s of %d units: %d job%s allowed to span held at most %d at once%s\n",
-    l.license, l.count, l.jobs, l.jobs == 1 and "" or "s", l.peak, #l.over == 0 and "; none would have waited for the link" or
+    l.license, l.count, l.jobs, l.jobs == 1 and "" or "s", l.peak,
+    #l.over == 0 and "; none would have waited for the link" or
     string.format("; %d would have waited for the link (job %s)", #l.over, table.concat(l.over, ", job ")))
   return 0
 end
