@@ -290,7 +290,9 @@ end
 -- @return { elapsed, mpi_steps, cross_bytes, cross_messages, predicted_bytes,
 --   traffic_ratio, link_bytes_time (the measured bytes across at the
 --   link's rate), link_time (that and a latency per synchronising step of
---   the profile), cost, predicted_cost }
+--   the profile), cost, predicted_cost, link_share and predicted_link_share
+--   (the part of the link's capacity, each way, the job used over its run,
+--   measured and predicted) }
 function M.assess(rec, acct)
   local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0 }
   local first, last, sum = nil, nil, 0
@@ -326,6 +328,12 @@ function M.assess(rec, acct)
     -- link's rate (the latency term counts the profile's steps, a model)
     a.link_bytes_time = a.cross_bytes / 2 / rate
     a.link_time = a.link_bytes_time + steps * l.latency
+    -- the job's share of the link, each way, over its run (what its
+    -- licenses stand for: docs/model.md, "The link is shared")
+    if a.elapsed > 0 then a.link_share = a.link_bytes_time / a.elapsed end
+    if p and is_num(p.crossing_bytes) and is_num(p.t_span) and p.t_span > 0 then
+      a.predicted_link_share = p.crossing_bytes / 2 / rate / p.t_span
+    end
     local rest = a.elapsed - a.link_time
     if rest > 0 then a.cost = a.link_time / rest end
   end
@@ -524,6 +532,12 @@ function M.text(rec, acct, max_slowdown)
   if a.mpi_steps > 0 then
     add("              %s in %s messages across the link%s", si(a.cross_bytes, "B"), whole(a.cross_messages),
       a.traffic_ratio and string.format(" (%s the prediction)", M.ratio_text(a.traffic_ratio)) or "")
+  end
+  if a.link_share then
+    local function share(x) return x and string.format("%.1f %%", x * 100) or "nothing" end
+    add("  link share: %s of the link each way over the run, measured; %s predicted%s", share(a.link_share),
+      share(a.predicted_link_share),
+      d and d.lic and string.format("; it held %s units of the link's license", P(d.lic, 16)) or "")
   end
   for _, s in ipairs(rec.steps) do
     local m = present(s.mpi) and s.mpi

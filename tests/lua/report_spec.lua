@@ -329,6 +329,25 @@ describe("xsite.report", function()
     assert.matches("spanning cost 50 %% .*above MaxSlowdown 1%.10", report.verdict(rec, report.assess(rec), 1.1))
   end)
 
+  it("gives the job's share of the link, measured over its run and predicted, and the units it held", function()
+    local c = cfg()
+    local p = start(c).prediction
+    local bytes = math.floor(p.crossing_bytes)
+    -- 10 s: the bytes, half each way at 100 MB/s, took bytes / 2e8 s of it
+    local rec = ended(c, nil, traffic(bytes, 10), nil, nil, 1010)
+    local a = report.assess(rec)
+    assert.is_near(bytes / 2 / 100e6 / 10, a.link_share, 1e-12)
+    assert.is_near(p.crossing_bytes / 2 / 100e6 / p.t_span, a.predicted_link_share, 1e-12)
+    local acct = { state = "COMPLETED", record = { action = "span", why = "within", lic = "7" } }
+    assert.matches(string.format("\n  link share: %.1f %%%% of the link each way over the run, measured; " ..
+      "%.1f %%%% predicted; it held 7 units of the link's license\n", 100 * a.link_share,
+      100 * a.predicted_link_share), report.text(rec, acct, 1.1))
+    -- no traffic record: no measured share, no line
+    rec = ended(c, nil, nil, "no record", nil, 1010)
+    assert.is_nil(report.assess(rec).link_share)
+    assert.is_nil(report.text(rec, acct, 1.1):match("link share"))
+  end)
+
   it("shows a ratio far below one as a fraction", function()
     assert.are.equal("2.50x", report.ratio_text(2.5))
     assert.are.equal("0.25x", report.ratio_text(0.25))
