@@ -537,7 +537,8 @@ function M.text(rec, acct, max_slowdown)
     local function share(x) return x and string.format("%.1f %%", x * 100) or "nothing" end
     add("  link share: %s of the link each way over the run, measured; %s predicted%s", share(a.link_share),
       share(a.predicted_link_share),
-      d and d.lic and string.format("; it held %s units of the link's license", P(d.lic, 16)) or "")
+      d and d.lic and string.format("; it held %s unit%s of the link's license", P(d.lic, 16),
+        d.lic == "1" and "" or "s") or "")
   end
   for _, s in ipairs(rec.steps) do
     local m = present(s.mpi) and s.mpi
