@@ -61,7 +61,7 @@ setup_file() {
 	# what a user can run on a node of theirs: it creates READY (the job
 	# script waits for it, so that a loaded machine cannot end the job before
 	# the stopper has started); once the job script whose pid is in FILE has
-	# ended, SIGSTOP every process of their uid, again and
+	# ended, for up to 10 s, SIGSTOP every process of their uid, again and
 	# again without a pause (kill(-1) reaches all of them in one call), and
 	# every 50 ms look for what it hit: the --xsite-report writer, forked
 	# from slurmstepd, which runs as them once it has changed its uid.
@@ -135,6 +135,9 @@ int main(int argc, char **argv)
 	}
 	while (script > 0 && kill(script, 0) == 0 && time(NULL) < end)
 		usleep(200);
+	/* the writer runs as the job ends, within seconds of the script */
+	if (end > time(NULL) + 10)
+		end = time(NULL) + 10;
 	while (time(NULL) < end) {
 		struct timespec t0, t;
 
@@ -173,7 +176,10 @@ setup() {
 
 @test "a user who stops the --xsite-report writer does not keep the job COMPLETING: root kills it after 20 s" {
 	local job pid caught='' start end log=$XT_STATE/log/slurmd-alpha1.log
-	for _ in 1 2 3 4 5; do
+	# a race the user must win once: on a loaded machine (two stacks' tests
+	# on the 2 cores) 5 tries were once all missed, so 10, each given up 10 s
+	# after the script has ended
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		rm -f "$XT_STATE/work/$U/script.pid" "$XT_STATE/work/$U/stopper.ready"
 		# the script ends once the stopper is there (at most 60 s)
 		job=$(submit --xsite-report -o out-%j.txt --wrap 'srun -n1 true
@@ -189,7 +195,7 @@ setup() {
 		gone "$job" 60
 	done
 	[[ -n $caught ]] || {
-		printf 'in 5 jobs the stopper never caught the writer: this test proves nothing\n' >&2
+		printf 'in 10 jobs the stopper never caught the writer: this test proves nothing\n' >&2
 		return 1
 	}
 	printf '# job %s: the user stopped pid %s\n' "$job" "$caught" >&3
