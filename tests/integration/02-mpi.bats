@@ -37,9 +37,11 @@ setup() {
 	printf '%s\n' "$cross" >"$BATS_FILE_TMPDIR/base-cross"
 	printf '%s\n' "$intra" >"$BATS_FILE_TMPDIR/base-intra"
 	printf '# base one-way: across %s us, inside alpha %s us\n' "$cross" "$intra" >&3
-	# the delay line adds user-space hops, but far less than any link latency
-	fcmp 'a < 500' "$cross"
-	fcmp 'a < 200' "$intra"
+	# the delay line adds user-space hops, but far less than the 1 ms and
+	# 5 ms links below (whose checks subtract this base); the bound is wide,
+	# as CI runs two testbeds on 2 cores: this is no timing test
+	fcmp 'a < 1000' "$cross"
+	fcmp 'a < 1000' "$intra"
 }
 
 # latency_within MS ITERS: with the link set to MS ms one way, the one-way
@@ -63,15 +65,18 @@ latency_within() {
 	latency_within 5 100
 }
 
+# the link's delay is not on the path inside a site: with the link at 5 ms,
+# a one-way trip there stays under a fifth of it (it is tens of us when the
+# machine is quiet; CI runs two testbeds on 2 cores, hence the wide bound)
 @test "inside a site, latency is unaffected by a 5 ms link" {
 	local base m
 	base=$(cat "$BATS_FILE_TMPDIR/base-intra")
 	m=$(pingpong_median alpha1 alpha2 1000 3)
 	printf '# inside alpha with the link at 5 ms: %s us (base %s us)\n' "$m" "$base" >&3
-	fcmp 'a < b + 100' "$m" "$base"
+	fcmp 'a < 1000' "$m"
 	m=$(pingpong_median beta1 beta2 1000 3)
 	printf '# inside beta with the link at 5 ms: %s us\n' "$m" >&3
-	fcmp 'a < b + 100' "$m" "$base"
+	fcmp 'a < 1000' "$m"
 }
 
 @test "the ranks see the testbed's Open MPI settings" {
