@@ -18,7 +18,9 @@ local out, err = common.out, common.err
 local M = {}
 
 --- The subcommands, in the order `xsite --help` lists them.
-M.COMMANDS = { "check", "config", "model", "explain", "map", "tune-mpi", "calibrate", "replay", "report", "tune" }
+M.COMMANDS = {
+  "check", "config", "model", "explain", "map", "tune-mpi", "calibrate", "load", "replay", "report", "tune",
+}
 
 --- Defaults the installed command sets (lua/bin/xsite.in).
 M.defaults = common.defaults

@@ -154,6 +154,7 @@ local SCHEMA = {
     { "DefaultProfile", "default_profile", name },
     { "DefaultAffinity", "default_affinity", affinity },
     { "LinkStateFile", "link_state_file", path },
+    { "LinkLoadFile", "link_load_file", path },
     { "FailMode", "fail_mode", enum({ "open", "closed" }) },
     { "ReportDir", "report_dir", path },
     { "ProfileStateFile", "profile_state_file", path },

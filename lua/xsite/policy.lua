@@ -13,6 +13,7 @@ local units = require("xsite.units")
 local hostlist = require("xsite.hostlist")
 local constraint = require("xsite.constraint")
 local record = require("xsite.record")
+local load = require("xsite.load")
 
 local M = {}
 
@@ -30,6 +31,7 @@ local WHY = {
   het = "a heterogeneous job runs at one site, and its first component is at %s",
   ["het-first"] = "a heterogeneous job runs at one site unless --site-affinity=span",
   ["link-down"] = "the link between the sites is down",
+  ["link-busy"] = "the link's licenses are held by other jobs: %s",
   oversize = "no single site has %d nodes",
 }
 
@@ -127,6 +129,10 @@ function M.names_license(request, name)
   return false
 end
 
+--- How old (seconds) a link load (LinkLoadFile) may be for the policy to
+-- use it; an older one is left out, as if there were none.
+M.LOAD_MAX_AGE = 120
+
 --- A share of the link (0 to 1) in units of a license of `count`: rounded
 -- up, at least 1, at most `count`.
 function M.link_units(share, count)
@@ -150,14 +156,18 @@ end
 --   measured profiles, xsite.state.parse_profiles), `license` (false: ask
 --   for no license even with the link's License= set; job_submit.lua passes
 --   it when slurm.conf does not declare the license), `licenses` (the
---   user's own `--licenses`: kept, the link's share added to it)
+--   user's own `--licenses`: kept, the link's share added to it),
+--   `link_load` (optional: xsite.state.parse_load, used when at most
+--   M.LOAD_MAX_AGE old at `now`), `now` (seconds since the epoch)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
 --   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
 --   `wait4switch`, `licenses` (for a job that may span, with the link's
 --   License= set: "NAME:N", its share of the link; `link_units` is N),
 --   `message` (one line for the user), `record`, `prediction`, `het` (for a
 --   heterogeneous job's component: the site all its components go to, or
---   "span")
+--   "span"), `link_wait` and `site_wait` (seconds, when the link's
+--   licenses were all held: the estimated waits for them and for one site;
+--   nil for never)
 function M.decide(req)
   local cfg = req.cfg
   local pol = cfg.policy
@@ -304,6 +314,35 @@ function M.decide(req)
   d.prediction = ev
   local function slow_text()
     return string.format(WHY.slowdown, ev.slowdown, pol.max_slowdown)
+  end
+
+  -- The link's licenses when too few are free for this job (a fresh link
+  -- load, License= asked for): how long it would wait for them, and for one
+  -- of `sites` (nil: never).  Nil when it need not wait.
+  local function link_busy(sites)
+    local ld = req.link_load
+    if not lic or not ld or not ld.license or not req.now or req.now - ld.time > M.LOAD_MAX_AGE then return nil end
+    local held = ld.license
+    local need = M.link_units(ev.link_share, lic.count)
+    if held.total - held.used >= need then return nil end
+    local b = { need = need, held = held, link = load.link_wait(ld, need, req.now) }
+    for _, s in ipairs(sites) do
+      local w = load.site_wait(ld, s.name, n, req.now)
+      if w and (not b.site or w < b.site) then b.site, b.site_name = w, s.name end
+    end
+    d.link_wait, d.site_wait = b.link, b.site
+    return b
+  end
+  -- an estimate, in whole seconds, minutes or hours
+  local function wait_text(w)
+    if not w then return "until the jobs without a time limit end" end
+    if w < 120 then return string.format("about %d s", math.floor(w + 0.5)) end
+    if w < 7200 then return string.format("about %d min", math.floor(w / 60 + 0.5)) end
+    return string.format("about %.1f h", w / 3600)
+  end
+  local function busy_text(b)
+    return string.format("%d of %d held, this job needs %d and would wait %s for them", b.held.used,
+      b.held.total, b.need, wait_text(b.link))
   end
 
   -- Keep the job at the sites of `allowed` (one of them), adding to the
@@ -478,6 +517,11 @@ function M.decide(req)
     else
       d.warning = "your --constraint cannot take xsite's split of the nodes; Slurm chooses it"
     end
+    local busy = link_busy({})
+    if busy then
+      d.warning = (d.warning and d.warning .. "; " or "") .. "the link's licenses are held by other jobs: " ..
+        busy_text(busy)
+    end
     return finish("span", "user-span", WHY["user-span"] ..
       string.format(" (%d+%d nodes; predicted %s slower than one site)", ev.nA, ev.nB, ratio(ev.slowdown)))
   end
@@ -492,6 +536,22 @@ function M.decide(req)
   if link_down then
     if #fitting > 0 then return pin("link-down", WHY["link-down"]) end
   elseif ev.slowdown <= pol.max_slowdown then
+    -- The link's licenses all held: pinned when one site is predicted to
+    -- finish the job sooner (its wait against the wait for the link plus
+    -- what spanning loses), else it waits for them.
+    local busy = link_busy(within(fitting, ua.sites))
+    if busy then
+      local loss = (req.time_limit or ev.t_one) * (ev.slowdown - 1)
+      local text = busy_text(busy)
+      if busy.site and (not busy.link or busy.site <= busy.link + loss) then
+        return pin("link-busy", string.format(WHY["link-busy"], string.format(
+          "%s; site %s has %d nodes free %s, so one site finishes sooner than spanning (%s slower)",
+          text, busy.site_name, n, busy.site > 0 and "in " .. wait_text(busy.site) or "now", ratio(ev.slowdown))))
+      end
+      d.warning = (d.warning and d.warning .. "; " or "") .. string.format(
+        "the link's licenses are held by other jobs: %s; one site would take %s, so spanning finishes sooner",
+        text, busy.site and wait_text(busy.site) or "longer")
+    end
     d.sites = "any"
     local wait = req.time_limit and math.floor(req.time_limit * (ev.slowdown - 1)) or 0
     if req.topology and #fitting > 0 and wait >= 1 then

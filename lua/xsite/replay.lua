@@ -8,6 +8,7 @@
 
 local policy = require("xsite.policy")
 local record = require("xsite.record")
+local units = require("xsite.units")
 
 local M = {}
 
@@ -35,21 +36,6 @@ M.DELIMITER = "\t"
 -- ended (sacct shows Eligible "Unknown"): such jobs were missing from a
 -- replay right after they ran.
 M.STATES = "BF,CA,CD,DL,F,NF,OOM,PR,TO"
-
---- Seconds of a Slurm duration: [DD-]HH:MM:SS, MM:SS, or MM:SS.fff.
--- @return seconds, or nil for an unknown or unlimited duration
-function M.seconds(text)
-  if type(text) ~= "string" then return nil end
-  local d, rest = text:match("^(%d+)%-(.*)$")
-  rest = rest or text
-  local h, m, s = rest:match("^(%d+):(%d+):(%d+)")
-  if not h then
-    h = "0"
-    m, s = rest:match("^(%d+):(%d+)")
-  end
-  if not m then return nil end
-  return (tonumber(d) or 0) * 86400 + tonumber(h) * 3600 + tonumber(m) * 60 + tonumber(s)
-end
 
 --- Seconds of a Slurm time stamp (2026-11-25T22:10:03), to compare and
 -- subtract (as local time); nil for "Unknown", "None" and the like.
@@ -83,7 +69,7 @@ function M.parse_sacct(text)
     if not nodes then return nil, string.format("sacct line %d: NNodes '%s' is not a number", n, f[4]) end
     jobs[#jobs + 1] = {
       id = f[1], user = f[2], state = f[3], nodes = nodes,
-      elapsed = M.seconds(f[5]) or 0, reserved = M.seconds(f[6]) or 0,
+      elapsed = units.slurm_duration(f[5]) or 0, reserved = units.slurm_duration(f[6]) or 0,
       nodelist = f[7], start = M.timestamp(f[8]), end_ = M.timestamp(f[9]), record = (record.parse(f[10])),
     }
   end

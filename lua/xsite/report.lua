@@ -52,7 +52,7 @@ local model = require("xsite.model")
 local profile = require("xsite.profile")
 local policy = require("xsite.policy")
 local record = require("xsite.record")
-local replay = require("xsite.replay")
+local units = require("xsite.units")
 local fs = require("xsite.fs")
 local mapping = require("xsite.mapping")
 local shell = require("xsite.shell")
@@ -372,7 +372,7 @@ function M.parse_accounting(text, kind)
     for v in (line .. "\t"):gmatch("([^\t]*)\t") do f[#f + 1] = v end
     if #f < #M.SACCT_FIELDS then return nil end
     local comment = table.concat(f, "\t", #M.SACCT_FIELDS)
-    return { user = f[2], state = f[3], elapsed = replay.seconds(f[4]),
+    return { user = f[2], state = f[3], elapsed = units.slurm_duration(f[4]),
       record = (record.parse(comment)) }
   end
   local line
@@ -407,7 +407,7 @@ function M.parse_accounting(text, kind)
     return p and line:match(pattern, p + #key + 1) or nil
   end
   local out = { user = value("UserId", "^([^%(%s]+)"), state = value("JobState", "^(%S+)"),
-    elapsed = replay.seconds(value("RunTime", "^(%S+)")) }
+    elapsed = units.slurm_duration(value("RunTime", "^(%S+)")) }
   -- AdminComment: only after the one WorkDir (one before it is in a field
   -- of the user's, such as JobName or Command)
   local ac = {}

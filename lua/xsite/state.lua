@@ -13,6 +13,19 @@
 --
 --     ProfileName=NAME [Exchange=BYTES] [Steps=N]
 --
+-- Link load (LinkLoadFile), written by `xsite load --write` (from squeue,
+-- sinfo and scontrol, every few seconds, by a timer): who holds the link's
+-- licenses until when, and when each site's nodes come free.
+--
+--     Version=1 Time=EPOCH
+--     License=NAME Total=N Used=N [Ends=EPOCH*UNITS,…]
+--     Site=NAME [Free=EPOCH*NODES,…]
+--
+-- `Ends`: the running jobs holding the license, grouped by the end of their
+-- time limit (units held until then); `Free`: the site's usable nodes,
+-- grouped by when they come free (Time for an idle node; a node down or
+-- drained is in no group).  Both sorted by time.
+--
 -- A file without `Version` is of version 1; one of a later version is
 -- refused, naming it.
 -- @module xsite.state
@@ -146,6 +159,108 @@ function M.format_profiles(profiles, comment)
   return table.concat(out, "\n") .. "\n"
 end
 
+--- The most groups an `Ends` or `Free` list may have (one per distinct
+-- time: a cluster of 100,000 nodes has fewer).
+M.LOAD_GROUPS = 100000
+
+-- "EPOCH*COUNT,…" sorted by time: a list of { time, count }
+local function parse_groups(key, text)
+  local out, n = {}, 0
+  if text == "" then return out end
+  for item in (text .. ","):gmatch("([^,]*),") do
+    n = n + 1
+    if n > M.LOAD_GROUPS then return nil, string.format("%s: more than %d groups", key, M.LOAD_GROUPS) end
+    local t, c = item:match("^(%d+)%*(%d+)$")
+    t, c = tonumber(t), tonumber(c)
+    if not t or t > 2 ^ 40 or c > 2 ^ 31 then
+      return nil, string.format("%s: '%s' is not EPOCH*COUNT", key, item)
+    end
+    if n > 1 and t < out[n - 1][1] then
+      return nil, string.format("%s: '%s' is earlier than the one before", key, item)
+    end
+    out[n] = { t, c }
+  end
+  return out
+end
+
+local function format_groups(groups)
+  local words = {}
+  for i, g in ipairs(groups) do words[i] = string.format("%d*%d", g[1], g[2]) end
+  return table.concat(words, ",")
+end
+
+local LOAD_LINES = {
+  version = { time = true },
+  license = { total = true, used = true, ends = true },
+  site = { free = true },
+}
+
+--- Parse a link load file.
+-- @return { time, license = { name, total, used, ends } or nil,
+--   sites = { NAME = free } } (`ends` and `free` lists of { time, count }),
+--   or nil and a message naming file:line and key
+function M.parse_load(text, filename)
+  filename = filename or "link load"
+  local ld = { sites = {} }
+  local ok, err = config.each_line(text, filename, function(_, kv)
+    if #kv == 0 then return true end
+    local kind = kv[1][1]:lower()
+    local allowed = LOAD_LINES[kind]
+    if not allowed then return nil, kv[1][1] .. ": a line starts with Version=, License= or Site=" end
+    local e = {}
+    for i, pair in ipairs(kv) do
+      local key = pair[1]:lower()
+      if i > 1 and not allowed[key] then return nil, pair[1] .. ": unknown key on a " .. kv[1][1] .. " line" end
+      if e[key] then return nil, pair[1] .. ": given twice" end
+      e[key] = pair[2]
+    end
+    if kind == "version" then
+      local v, verr = config.check_value(VERSION_KEY, e.version)
+      if v == nil then return nil, verr end
+      local vok, vmsg = version_ok(v)
+      if not vok then return nil, vmsg end
+      ld.time = tonumber(e.time and e.time:match("^%d+$"))
+      if not ld.time then return nil, "Time: missing or not an epoch" end
+    elseif kind == "license" then
+      if ld.license then return nil, "License: a second License line" end
+      local total, used = tonumber(e.total and e.total:match("^%d+$")), tonumber(e.used and e.used:match("^%d+$"))
+      if not total or not used then return nil, "Total, Used: each a whole number" end
+      local ends, gerr = parse_groups("Ends", e.ends or "")
+      if not ends then return nil, gerr end
+      ld.license = { name = e.license, total = total, used = used, ends = ends }
+    else
+      if ld.sites[e.site] then return nil, "Site: " .. e.site .. " given twice" end
+      local free, gerr = parse_groups("Free", e.free or "")
+      if not free then return nil, gerr end
+      ld.sites[e.site] = free
+    end
+    return true
+  end)
+  if not ok then return nil, err end
+  if not ld.time then return nil, filename .. ": Version=1 Time=EPOCH: missing" end
+  return ld
+end
+
+--- The text of a link load file (the table of `parse_load`).
+function M.format_load(ld, comment)
+  local out = {}
+  if comment then out[#out + 1] = "# " .. comment:gsub("\n", " ") end
+  out[#out + 1] = string.format("Version=%d Time=%d", M.VERSION, ld.time)
+  local lic = ld.license
+  if lic then
+    out[#out + 1] = string.format("License=%s Total=%d Used=%d%s", lic.name, lic.total, lic.used,
+      #lic.ends > 0 and " Ends=" .. format_groups(lic.ends) or "")
+  end
+  local names = {}
+  for n in pairs(ld.sites) do names[#names + 1] = n end
+  table.sort(names)
+  for _, n in ipairs(names) do
+    local free = ld.sites[n]
+    out[#out + 1] = "Site=" .. n .. (#free > 0 and " Free=" .. format_groups(free) or "")
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
 -- A state file read with its parser, once xsite.fs trusts it: nil when it
 -- does not exist.
 local function load(filename, parse)
@@ -168,6 +283,13 @@ end
 --   exist, or nil and a message
 function M.load_profiles(filename)
   return load(filename, M.parse_profiles)
+end
+
+--- Read the link load file, if there is one.
+-- @return the table of `parse_load`, or nil when the file does not exist,
+--   or nil and a message
+function M.load_load(filename)
+  return load(filename, M.parse_load)
 end
 
 --- Write the link state file (xsite.fs.write_atomic).

@@ -154,11 +154,13 @@ function M.setup(conf_path, opts)
   state.fail_closed = false
 end
 
--- The files `xsite calibrate` and `xsite tune --apply` write, each cached
+-- The files `xsite calibrate`, `xsite tune --apply` and `xsite load --write`
+-- write, each cached
 -- like the configuration: the key naming it, its parser, what it holds.
 local STATE_FILES = {
   link = { "link_state_file", states.parse_link, "link state" },
   profiles = { "profile_state_file", states.parse_profiles, "profile state" },
+  load = { "link_load_file", states.parse_load, "link load" },
 }
 
 local function state_file(cfg, slurm, which)
@@ -280,6 +282,8 @@ local function decide(job_desc, slurm, flags, extra)
     license = license_declared(cfg, slurm),
     link_state = state_file(cfg, slurm, "link"),
     profile_state = state_file(cfg, slurm, "profiles"),
+    link_load = state_file(cfg, slurm, "load"),
+    now = state.clock(),
   })
   if extra.het and extra.het.offset == 0 and not extra.het.site and d.het and d.action ~= "reject"
       and cfg.policy.mode == "enforce" then

@@ -184,4 +184,19 @@ function M.format_bytes(b)
   return trim(b) .. " B"
 end
 
+--- Seconds of a Slurm duration: [DD-]HH:MM:SS, MM:SS, or MM:SS.fff.
+-- @return seconds, or nil for an unknown or unlimited duration
+function M.slurm_duration(text)
+  if type(text) ~= "string" then return nil end
+  local d, rest = text:match("^(%d+)%-(.*)$")
+  rest = rest or text
+  local h, m, s = rest:match("^(%d+):(%d+):(%d+)")
+  if not h then
+    h = "0"
+    m, s = rest:match("^(%d+):(%d+)")
+  end
+  if not m then return nil end
+  return (tonumber(d) or 0) * 86400 + tonumber(h) * 3600 + tonumber(m) * 60 + tonumber(s)
+end
+
 return M

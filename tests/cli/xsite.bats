@@ -818,6 +818,66 @@ with_link_state() {
   assert_output "xsite explain: $BATS_TEST_TMPDIR/link.state:1: State: 'sideways' is not one of up, degraded, down (using the configured link)"
 }
 
+# with_link_load TEXT: a testbed copy (the link as 100 licenses) whose link
+# load file holds TEXT, every @NOW@ in it now; prints the config's path.
+with_link_load() {
+  local now
+  now=$(date +%s)
+  printf '%s\n' "${1//@NOW@/$now}" >"$BATS_TEST_TMPDIR/link.load"
+  testbed_with "s|^LinkLoadFile=.*|LinkLoadFile=$BATS_TEST_TMPDIR/link.load|" \
+    's|^\(LinkName=.*\)$|\1 License=xsite_link:100|'
+}
+
+@test "explain weighs the link's load: all its units held, a site free now, the job is pinned" {
+  need_json
+  local conf
+  conf=$(with_link_load "Version=1 Time=@NOW@
+License=xsite_link Total=100 Used=100 Ends=9999999999*100
+Site=alpha Free=@NOW@*2
+Site=beta")
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low --time-limit 60
+  assert_line --index 0 --regexp "^xsite: pinned to one site \(alpha or beta\): the link's licenses are held by other jobs: 100 of 100 held, this job needs 1 and would wait about [0-9.]+ h for them; site alpha has 2 nodes free now, so one site finishes sooner than spanning \(1\.00x slower\)$"
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low --json
+  run -0 jsonq 'j.why .. " " .. j.site_wait .. " " .. tostring(j.link_wait > 3600)' <<<"$output"
+  assert_output "link-busy 0 true"
+  # the units free now: it may span, holding one of them
+  conf=$(with_link_load "Version=1 Time=@NOW@
+License=xsite_link Total=100 Used=99
+Site=alpha Free=@NOW@*2")
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 0 --partial "xsite: may span both sites: "
+  assert_line --partial "  --licenses=xsite_link:1 "
+}
+
+@test "explain leaves out a link load it cannot read, or one more than 2 minutes old" {
+  local conf
+  conf=$(with_link_load "Version=1 Time=@NOW@
+License=xsite_link Total=100 Used=lots")
+  run -0 --separate-stderr xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 0 --partial "xsite: may span both sites: "
+  use_stderr
+  assert_output "xsite explain: $BATS_TEST_TMPDIR/link.load:2: Total, Used: each a whole number (deciding without the link's load)"
+  conf=$(with_link_load "Version=1 Time=$(($(date +%s) - 121))
+License=xsite_link Total=100 Used=100
+Site=alpha Free=1*2")
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 0 --partial "xsite: may span both sites: "
+}
+
+@test "load --write without LinkLoadFile is refused, naming it; a Slurm that does not answer, naming the command" {
+  local conf
+  conf=$(testbed_with '/^LinkLoadFile=/d')
+  run -1 xsite --config "$conf" load --write
+  assert_output "xsite load: --write: the configuration sets no LinkLoadFile"
+  run -2 xsite --config "$conf" load --timeout soon
+  assert_output --partial "xsite load: --timeout: "
+  # no slurmctld here (SLURM_CONF names none): squeue fails, nothing is written
+  conf=$(with_link_load "kept")
+  SLURM_CONF=$BATS_TEST_TMPDIR/none.conf run -1 xsite --config "$conf" load --write --timeout 5
+  assert_output --regexp "^xsite load: squeue failed: "
+  assert_equal "$(cat "$BATS_TEST_TMPDIR/link.load")" kept
+}
+
 @test "explain under Mode=advise changes nothing and never rejects for policy" {
   local conf
   conf=$(testbed_with 's/^Mode=enforce$/Mode=advise/')

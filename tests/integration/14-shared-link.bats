@@ -220,3 +220,47 @@ teardown() {
 	run -0 on_head scontrol show license xsite_link
 	assert_output --regexp 'Total=100 Used=0 '
 }
+
+# wait_load USED: until the testbed's xsite load (every 5 s) has written
+# Used=USED for the link's license, then 6 s for job_submit's cache
+wait_load() {
+	local i
+	for ((i = 0; i < 150; i++)); do
+		grep -q "^License=xsite_link Total=100 Used=$1[ $]" "$XT_STATE/run/link.load" 2>/dev/null && break
+		sleep 0.1
+	done
+	run -0 grep "^License=xsite_link Total=100 Used=$1[ $]" "$XT_STATE/run/link.load"
+	sleep 6
+}
+
+@test "all the link's licenses held: a job that could span goes to a site that is free now; one no site holds waits for them" {
+	local blocker p o
+	# root holds all 100 units on one node of alpha, for at most 5 minutes
+	blocker=$(on_head sbatch --parsable -N1 -w alpha1 -c1 -t 5 -o /dev/null --licenses=xsite_link:100 \
+		--wrap 'sleep 300' | tail -n 1)
+	wait_state "$blocker" RUNNING
+	wait_load 100
+	# a job of 2 nodes that may span (profile low): beta's two nodes are
+	# free now, the link's units in 5 minutes: pinned, and it starts
+	run -0 --separate-stderr as sbatch --parsable -N2 --ntasks-per-node=1 -c1 -t 5 -o /dev/null \
+		--comm-profile=low --wrap 'sleep 300'
+	p=$(tail -n 1 <<<"$output")
+	run -0 grep -c "xsite: pinned to one site (alpha or beta): the link's licenses are held by other jobs: 100 of 100 held, this job needs 1 and would wait about [0-9]* min for them; site beta has 2 nodes free now, so one site finishes sooner" <<<"$stderr"
+	wait_state "$p" RUNNING
+	assert_equal "$(licenses "$p")" "(null)"
+	run -0 field "$p" %N
+	assert_output --regexp '^(alpha\[1-2\]|beta\[1-2\])$'
+	run -0 on_head scontrol show job "$p"
+	assert_output --partial " why=link-busy "
+	# a job of 3 nodes, more than a site has: it spans, told that it waits
+	# for the link, and Slurm holds it back for Licenses
+	run -0 --separate-stderr as sbatch --parsable -N3 --ntasks-per-node=1 -c1 -t 5 -o /dev/null \
+		--comm-profile=low --wrap 'sleep 300'
+	o=$(tail -n 1 <<<"$output")
+	run -0 grep -c "xsite: may span both sites: .*; the link's licenses are held by other jobs: 100 of 100 held, this job needs 1 and would wait about [0-9]* min for them; one site would take longer, so spanning finishes sooner" <<<"$stderr"
+	wait_state "$o" PENDING Licenses
+	assert_equal "$(licenses "$o")" "xsite_link:1"
+	# the link's units come free: it starts
+	on_head scancel "$blocker"
+	wait_state "$o" RUNNING
+}

@@ -33,13 +33,6 @@ describe("xsite.replay", function()
     assert.are.equal("Reserved", replay.sacct_fields("PlannedCPU  PlannedCPURAW\n")[6])
   end)
 
-  it("reads Slurm durations", function()
-    assert.are.equal(3723, replay.seconds("01:02:03"))
-    assert.are.equal(86400 + 3600, replay.seconds("1-01:00:00"))
-    assert.are.equal(65, replay.seconds("01:05"))
-    assert.is_nil(replay.seconds("UNLIMITED"))
-  end)
-
   it("reads sacct's lines, the record from the admin comment even with the delimiter in it", function()
     local c = cfg()
     local rec = record(c, { nodes = 2, profile = "chatty" })

@@ -50,12 +50,8 @@ local function run_pingpong(a, b, pingpong, size, iters, timeout)
 end
 
 function M.run(opts, _, io_, global)
-  local timeout = 60
-  if opts.timeout then
-    local e
-    timeout, e = units.parse_integer(opts.timeout)
-    if not timeout then err(io_, "xsite calibrate: --timeout: %s\n", e) return 2 end
-  end
+  local timeout = common.timeout(opts, "calibrate", 60, io_)
+  if not timeout then return 2 end
   local cfg = common.load_config(global.config, io_)
   if not cfg then return 1 end
   local a, b = cfg.sites[1].nodes[1], cfg.sites[2].nodes[1]

@@ -6,6 +6,7 @@
 
 local config = require("xsite.config")
 local states = require("xsite.state")
+local units = require("xsite.units")
 
 local M = {}
 
@@ -79,12 +80,22 @@ function M.load_config(path, io_)
   return cfg
 end
 
+--- The --timeout option of a command: whole seconds, else `default`.
+-- @return seconds, or nil once the error is on stderr
+function M.timeout(opts, cmd, default, io_)
+  if not opts.timeout then return default end
+  local t, e = units.parse_integer(opts.timeout)
+  if not t then M.err(io_, "xsite %s: --timeout: %s\n", cmd, e) end
+  return t
+end
+
 --- The state files the policy reads besides xsite.conf: the measured link
--- (LinkStateFile) and the measured profiles (ProfileStateFile).  A broken
--- one is named on stderr and left out, as the policy does.
--- @return link state or nil, profile state or nil
+-- (LinkStateFile), the measured profiles (ProfileStateFile) and the link's
+-- load (LinkLoadFile).  A broken one is named on stderr and left out, as
+-- the policy does.
+-- @return link state or nil, profile state or nil, link load or nil
 function M.state_files(cfg, cmd, io_)
-  local link, profiles, e
+  local link, profiles, ld, e
   if cfg.policy.link_state_file then
     link, e = states.load_link(cfg.policy.link_state_file)
     if e then M.err(io_, "xsite %s: %s (using the configured link)\n", cmd, e) end
@@ -93,7 +104,11 @@ function M.state_files(cfg, cmd, io_)
     profiles, e = states.load_profiles(cfg.policy.profile_state_file)
     if e then M.err(io_, "xsite %s: %s (using the configured profiles)\n", cmd, e) end
   end
-  return link, profiles
+  if cfg.policy.link_load_file then
+    ld, e = states.load_load(cfg.policy.link_load_file)
+    if e then M.err(io_, "xsite %s: %s (deciding without the link's load)\n", cmd, e) end
+  end
+  return link, profiles, ld
 end
 
 return M

@@ -20,8 +20,8 @@ Usage: xsite explain --nodes N|MIN-MAX [--site-affinity A] [--comm-profile P]
                      [--time-limit MINUTES] [--json]
 
 What the placement policy would decide for a job of N nodes (a range is
-decided on MAX, as sbatch's), and why, with the link state the policy would
-use (LinkStateFile, when present).
+decided on MAX, as sbatch's), and why, with the link state and the link's
+load the policy would use (LinkStateFile and LinkLoadFile, when present).
 ]],
 }
 
@@ -47,15 +47,16 @@ function M.run(opts, _, io_, global)
   end
   local cfg = common.load_config(global.config, io_)
   if not cfg then return 1 end
-  local state, measured = common.state_files(cfg, "explain", io_)
+  local state, measured, ld = common.state_files(cfg, "explain", io_)
   local d = policy.decide({ cfg = cfg, nodes = n, max_nodes = most, affinity = opts["site-affinity"],
     profile = opts["comm-profile"], features = opts.constraint, req_nodes = opts.nodelist, time_limit = limit,
-    topology = true, link_state = state, profile_state = measured })
+    topology = true, link_state = state, profile_state = measured, link_load = ld, now = os.time() })
   if opts.json then
     local p = d.prediction
     out(io_, "%s\n", json.encode({
       action = d.action, why = d.why, message = d.message, record = d.record,
       features = d.features, req_switch = d.req_switch, wait4switch = d.wait4switch, licenses = d.licenses,
+      link_wait = d.link_wait, site_wait = d.site_wait,
       prediction = p and { nodes = p.n, split = { p.nA, p.nB }, t_one = p.t_one, t_span = p.t_span,
         slowdown = p.slowdown, link_share = p.link_share } or nil,
     }))

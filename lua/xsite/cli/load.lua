@@ -1,0 +1,102 @@
+--- `xsite load`: who holds the link's licenses and the sites' nodes, for the policy.  See xsite(1).
+-- @module xsite.cli.load
+
+local common = require("xsite.cli.common")
+local fs = require("xsite.fs")
+local json = require("xsite.json")
+local load = require("xsite.load")
+local shell = require("xsite.shell")
+local states = require("xsite.state")
+local units = require("xsite.units")
+
+local out, err = common.out, common.err
+
+local M = {
+  summary = "who holds the link's licenses and each site's nodes (LinkLoadFile)",
+  options = { write = false, json = false, timeout = true },
+  usage = [[
+Usage: xsite load [--write] [--json] [--timeout SECONDS]
+
+What holds the link and each site's nodes now, from Slurm (squeue, sinfo
+and scontrol): the link's licenses in use (License= on the link line of
+xsite.conf) and when the running jobs holding them reach their time limits,
+and when each site's nodes come free.  With --write, into LinkLoadFile,
+where the policy reads it: a job that could span while the link's licenses
+are all held is pinned when one site is predicted to finish it sooner.  A
+timer runs `xsite load --write` every few seconds (xsite-load.timer); the
+policy leaves out a view older than two minutes.
+
+  --write            write LinkLoadFile (else print only)
+  --json             the view as JSON
+  --timeout SECONDS  give up on each Slurm command after this long
+                     (default 20)
+]],
+}
+
+-- Run a Slurm command; its output, or nil and why.
+local function slurm(argv, timeout)
+  local text, ok = shell.run(argv, { timeout = timeout })
+  if not ok then return nil, string.format("%s failed: %s", argv[1], text:match("[^\n]*")) end
+  return text
+end
+
+-- "22 now, 61 in 4m50s, 100 in 4m55s": a list of { time, count } added up
+-- from `have`, as seen at `now`.
+local function summary(list, have, now)
+  local words = { string.format("%d now", have) }
+  for _, g in ipairs(list) do
+    have = have + g[2]
+    if g[1] <= now then
+      words[1] = string.format("%d now", have)
+    else
+      words[#words + 1] = string.format("%d in %s", have, units.format_time(g[1] - now))
+    end
+  end
+  return table.concat(words, ", ")
+end
+
+function M.run(opts, _, io_, global)
+  local timeout = common.timeout(opts, "load", 20, io_)
+  if not timeout then return 2 end
+  local cfg = common.load_config(global.config, io_)
+  if not cfg then return 1 end
+  if opts.write and not cfg.policy.link_load_file then
+    err(io_, "xsite load: --write: the configuration sets no LinkLoadFile\n")
+    return 1
+  end
+  local now = os.time()
+  local got = {}
+  local e
+  got.squeue, e = slurm({ "squeue", "-h", "-t", "RUNNING", "-o", load.SQUEUE_FORMAT }, timeout)
+  if got.squeue then got.sinfo, e = slurm({ "sinfo", "-h", "-N", "-o", load.SINFO_FORMAT }, timeout) end
+  local lic = cfg.link.license
+  if got.sinfo and lic then got.license, e = slurm({ "scontrol", "-o", "show", "license", lic.name }, timeout) end
+  if e then err(io_, "xsite load: %s\n", e) return 1 end
+  local ld
+  ld, e = load.gather(cfg, got, now)
+  if not ld then err(io_, "xsite load: %s\n", e) return 1 end
+  if opts.write then
+    local ok, werr = fs.write_atomic(cfg.policy.link_load_file, states.format_load(ld,
+      "written by xsite load: the link's licenses and the sites' nodes, as Slurm had them"))
+    if not ok then err(io_, "xsite load: %s\n", werr) return 1 end
+  end
+  if opts.json then
+    local sites = {}
+    for _, s in ipairs(cfg.sites) do
+      sites[#sites + 1] = { name = s.name, nodes = #s.nodes, free = ld.sites[s.name] }
+    end
+    out(io_, "%s\n", json.encode({ time = ld.time, license = ld.license, sites = sites }))
+    return 0
+  end
+  if ld.license then
+    local l = ld.license
+    out(io_, "link's license %s: %d of %d held; free: %s\n", l.name, l.used, l.total,
+      summary(l.ends, l.total - l.used, now))
+  end
+  for _, s in ipairs(cfg.sites) do
+    out(io_, "site %s: %d nodes; free: %s\n", s.name, #s.nodes, summary(ld.sites[s.name], 0, now))
+  end
+  return 0
+end
+
+return M
