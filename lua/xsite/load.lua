@@ -78,9 +78,11 @@ function M.gather(cfg, out, now)
   for line in (out.squeue or ""):gmatch("[^\n]+") do
     local left, nodes, licenses = line:match("^([^|]*)|([^|]*)|([^|]*)$")
     if not left then return nil, "squeue: unexpected line: " .. line:sub(1, 200) end
-    -- a job without a time limit (UNLIMITED) never ends, as far as we know
+    -- a job without a time limit (UNLIMITED) never ends, as far as we
+    -- know; the others at the next whole minute of their time left (a few
+    -- groups for thousands of jobs and nodes: the file stays small)
     local s = units.slurm_duration(left)
-    local t = s and now + s or math.huge
+    local t = s and now + math.ceil(s / 60) * 60 or math.huge
     local names = nodes ~= "" and hostlist.expand(nodes) or {}
     for _, n in ipairs(names) do
       if free[n] and t > free[n] then free[n] = t end

@@ -333,12 +333,8 @@ function M.decide(req)
     d.link_wait, d.site_wait = b.link, b.site
     return b
   end
-  -- an estimate, in whole seconds, minutes or hours
   local function wait_text(w)
-    if not w then return "until the jobs without a time limit end" end
-    if w < 120 then return string.format("about %d s", math.floor(w + 0.5)) end
-    if w < 7200 then return string.format("about %d min", math.floor(w / 60 + 0.5)) end
-    return string.format("about %.1f h", w / 3600)
+    return w and "about " .. units.round_time(w) or "until the jobs without a time limit end"
   end
   local function busy_text(b)
     return string.format("%d of %d held, this job needs %d and would wait %s for them", b.held.used,

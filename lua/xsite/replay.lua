@@ -77,7 +77,7 @@ function M.parse_sacct(text)
 end
 
 -- Why codes of decisions the model made (the others are the user's own).
-local MODEL_WHY = { within = true, slowdown = true, oversize = true, ["link-down"] = true }
+local MODEL_WHY = { within = true, slowdown = true, oversize = true, ["link-down"] = true, ["link-busy"] = true }
 
 local function count(t, k) t[k] = (t[k] or 0) + 1 end
 

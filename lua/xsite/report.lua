@@ -53,6 +53,7 @@ local profile = require("xsite.profile")
 local policy = require("xsite.policy")
 local record = require("xsite.record")
 local units = require("xsite.units")
+local replay = require("xsite.replay")
 local fs = require("xsite.fs")
 local mapping = require("xsite.mapping")
 local shell = require("xsite.shell")
@@ -341,7 +342,36 @@ function M.assess(rec, acct)
 end
 
 --- The sacct fields `xsite report` asks for, in this order (AdminComment last).
-M.SACCT_FIELDS = { "JobID", "User", "State", "Elapsed", "AdminComment" }
+M.SACCT_FIELDS = { "JobID", "User", "State", "Elapsed", "Start", "End", "AdminComment" }
+
+--- The most other spanning jobs a report names (the count says the rest).
+M.MAX_OVERLAPS = 8
+
+--- The other spanning jobs that ran while this one did: jobs whose record
+-- lets them span (action=span) and whose run overlaps [start, finish].
+-- @param id this job's id (left out)
+-- @param start, finish this job's start and end (seconds)
+-- @param jobs xsite.replay.parse_sacct's jobs (a job still running: no end,
+--   counted to `now`)
+-- @return array of { id, units (its license units, or nil), seconds (of
+--   overlap) }, the longest first
+function M.overlaps(id, start, finish, jobs, now)
+  local out = {}
+  for _, j in ipairs(jobs) do
+    local r = j.record
+    if j.id ~= id and r and r.action == "span" and j.start then
+      local a, b = math.max(start, j.start), math.min(finish, j.end_ or now)
+      if b > a then
+        out[#out + 1] = { id = j.id, units = tonumber(r.lic), seconds = b - a }
+      end
+    end
+  end
+  table.sort(out, function(x, y)
+    if x.seconds ~= y.seconds then return x.seconds > y.seconds end
+    return x.id < y.id
+  end)
+  return out
+end
 
 --- What accounting says of a job: sacct's parsable line (M.SACCT_FIELDS,
 -- tab-separated, -X), or `scontrol show job -o` when there is no accounting.
@@ -362,8 +392,9 @@ M.SACCT_FIELDS = { "JobID", "User", "State", "Elapsed", "AdminComment" }
 -- own fields are not asked for, and AdminComment comes last.
 -- @param text the command's output
 -- @param kind "sacct" or "scontrol"
--- @return { user, state, elapsed, record (parsed AdminComment or nil), note
---   (why a value was not believed, or nil) }, or nil
+-- @return { user, state, elapsed, start and finish (sacct only: seconds,
+--   nil while unknown), record (parsed AdminComment or nil), note (why a
+--   value was not believed, or nil) }, or nil
 function M.parse_accounting(text, kind)
   if kind == "sacct" then
     local line = (text or ""):match("[^\n]+")
@@ -373,7 +404,7 @@ function M.parse_accounting(text, kind)
     if #f < #M.SACCT_FIELDS then return nil end
     local comment = table.concat(f, "\t", #M.SACCT_FIELDS)
     return { user = f[2], state = f[3], elapsed = units.slurm_duration(f[4]),
-      record = (record.parse(comment)) }
+      start = replay.timestamp(f[5]), finish = replay.timestamp(f[6]), record = (record.parse(comment)) }
   end
   local line
   for l in (text or ""):gmatch("[^\n]+") do
@@ -540,6 +571,22 @@ function M.text(rec, acct, max_slowdown)
       d and d.lic and string.format("; it held %s unit%s of the link's license", P(d.lic, 16),
         d.lic == "1" and "" or "s") or "")
   end
+  local ov = acct and acct.overlaps
+  if ov and rec.spanning then
+    if #ov == 0 then
+      add("  on the link: no other spanning job ran while it did (as accounting shows you)")
+    else
+      local words = {}
+      for i = 1, math.min(#ov, M.MAX_OVERLAPS) do
+        local o = ov[i]
+        words[i] = string.format("%s (%s%s)", P(o.id, 32), units.round_time(o.seconds),
+          o.units and string.format(", %d unit%s", o.units, o.units == 1 and "" or "s") or "")
+      end
+      add("  on the link: %d other spanning job%s ran while it did: %s%s", #ov, #ov == 1 and "" or "s",
+        table.concat(words, ", "), #ov > M.MAX_OVERLAPS and string.format(" and %d more", #ov - M.MAX_OVERLAPS)
+        or "")
+    end
+  end
   for _, s in ipairs(rec.steps) do
     local m = present(s.mpi) and s.mpi
     add("    step %-11s %s, %s%s", P(s.step, 32), split(s.nodes), is_num(s.elapsed) and seconds(s.elapsed)
@@ -561,6 +608,7 @@ function M.json(rec, acct, max_slowdown)
   local a = M.assess(rec, acct)
   return json.encode({ record = rec, decision = acct and acct.record or json.null,
     state = acct and acct.state or json.null, assessment = a,
+    overlaps = acct and acct.overlaps and json.array(acct.overlaps) or json.null,
     verdict = M.verdict(rec, a, max_slowdown) })
 end
 

@@ -184,6 +184,14 @@ function M.format_bytes(b)
   return trim(b) .. " B"
 end
 
+--- A time for people, rounded: whole seconds up to 2 minutes, whole
+-- minutes up to 2 hours, then hours to a tenth ("80 s", "5 min", "2.5 h").
+function M.round_time(s)
+  if s < 120 then return string.format("%d s", math.floor(s + 0.5)) end
+  if s < 7200 then return string.format("%d min", math.floor(s / 60 + 0.5)) end
+  return string.format("%.1f h", s / 3600)
+end
+
 --- Seconds of a Slurm duration: [DD-]HH:MM:SS, MM:SS, or MM:SS.fff.
 -- @return seconds, or nil for an unknown or unlimited duration
 function M.slurm_duration(text)

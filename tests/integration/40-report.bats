@@ -183,6 +183,31 @@ setup() {
 	assert_line --regexp '^  verdict:    model overestimated link traffic [0-9.]+x: profile solver needs updating \(xsite tune --profile solver\)$'
 }
 
+@test "xsite report names the other spanning jobs that ran while it did" {
+	local a b c i
+	a=$(submit "$U1" -N2 -w alpha1,beta1 --site-affinity=span --comm-profile=low -o /dev/null \
+		--wrap 'srun true; sleep 6')
+	b=$(submit "$U1" -N2 -w alpha2,beta2 --site-affinity=span --comm-profile=low -o /dev/null \
+		--wrap 'srun true; sleep 2')
+	# a job at one site meanwhile is not on the link
+	c=$(submit "$U1" -N1 -w alpha2 -o /dev/null --wrap 'sleep 2')
+	wait_job "$a"
+	wait_job "$b"
+	wait_job "$c"
+	# until accounting has the end of the job
+	for ((i = 0; i < 100; i++)); do
+		[[ $(on_head sacct -j "$a" -X -n -P -o End) == 20* ]] && break
+		sleep 0.2
+	done
+	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
+		report "$a"
+	assert_line --regexp "^  on the link: 1 other spanning job ran while it did: $b \([0-9]+ s\)$"
+	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
+		report "$a" --json
+	run -0 field "$output" '.overlaps[1].id'
+	assert_output "$b"
+}
+
 @test "xsite report --json and --svg" {
 	local json
 	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \

@@ -78,6 +78,13 @@ describe("xsite.load.gather", function()
     assert.are.same({}, ld.sites.b)
   end)
 
+  it("counts the time left to the next whole minute", function()
+    local ld = assert(load.gather(cfg(), { squeue = "3:01|a1|xsite_link:1\n4:00|a2|xsite_link:2\n", sinfo = sinfo,
+      license = license }, NOW))
+    assert.are.same({ { NOW + 240, 3 } }, ld.license.ends)
+    assert.are.same({ { NOW, 1 }, { NOW + 240, 2 } }, ld.sites.a)
+  end)
+
   it("refuses what it cannot read, quoting it", function()
     local ld, err = load.gather(cfg(), { squeue = "4:00|a1\n", sinfo = sinfo, license = license }, NOW)
     assert.is_nil(ld)

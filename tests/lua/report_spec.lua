@@ -371,9 +371,12 @@ describe("xsite.report", function()
   it("reads the decision and the state from sacct, else from scontrol", function()
     local c = cfg()
     local d = policy.decide({ cfg = c, nodes = 4, profile = "halo" })
-    local a = report.parse_accounting("42\talice\tCOMPLETED\t00:01:05\tnote; " .. d.record .. "\n", "sacct")
+    local a = report.parse_accounting("42\talice\tCOMPLETED\t00:01:05\t2026-11-26T01:00:00\tUnknown\tnote; "
+      .. d.record .. "\n", "sacct")
     assert.are.equal("COMPLETED", a.state)
     assert.are.equal(65, a.elapsed)
+    assert.are.equal(os.time({ year = 2026, month = 11, day = 26, hour = 1, min = 0, sec = 0 }), a.start)
+    assert.is_nil(a.finish)
     assert.are.equal(d.action, a.record.action)
     local s = report.parse_accounting(scontrol_line({ admin = d.record, comment = "x" }), "scontrol")
     assert.are.equal("RUNNING", s.state)
@@ -467,5 +470,41 @@ describe("xsite.report", function()
     measured = report.svg(rec, nil, 1.1):match('>measured</text>.-<text[^>]*>([^<]*)</text>')
     assert.matches("^2%.00 s: the rest of the elapsed time 0%.0 us, "
       .. "the bytes that crossed, at the link's rate 2%.00 s$", measured)
+  end)
+end)
+
+describe("xsite.report.overlaps", function()
+  local function job(id, from, to, rec)
+    return { id = id, start = from, end_ = to, record = rec }
+  end
+  local span = { action = "span", lic = "39" }
+
+  it("names the other spanning jobs that ran meanwhile, the longest overlap first", function()
+    local jobs = {
+      job("10", 100, 200, span),                 -- this job
+      job("11", 50, 150, span),                  -- 50 s with it
+      job("12", 120, nil, { action = "span" }),  -- still running: to now; no license
+      job("13", 150, 300, { action = "pin" }),   -- pinned: not on the link
+      job("14", 200, 300, span),                 -- started as it ended
+      job("15", 10, 20, span),                   -- before it
+      job("16", 110, 190, nil),                  -- no record
+    }
+    local ov = report.overlaps("10", 100, 200, jobs, 250)
+    assert.are.same({ { id = "12", seconds = 80 }, { id = "11", units = 39, seconds = 50 } }, ov)
+  end)
+
+  it("says so in the text, with the units each held, and in the JSON", function()
+    local c = cfg()
+    local rec = ended(c, nil, nil, nil, nil, 1010)
+    local ov = { { id = "12", seconds = 80 }, { id = "11", units = 39, seconds = 50 } }
+    local text = report.text(rec, { state = "COMPLETED", overlaps = ov }, 1.1)
+    assert.matches("\n  on the link: 2 other spanning jobs ran while it did: 12 %(80 s%), 11 %(50 s, 39 units%)\n",
+      text)
+    assert.are.same(ov, json.decode(report.json(rec, { state = "COMPLETED", overlaps = ov }, 1.1)).overlaps)
+    text = report.text(rec, { state = "COMPLETED", overlaps = {} }, 1.1)
+    assert.matches("\n  on the link: no other spanning job ran while it did %(as accounting shows you%)\n", text)
+    -- a job at one site: no such line
+    rec = ended(c, { nodes = "a[1-2]" }, nil, nil, nil, 1010)
+    assert.is_nil(report.text(rec, { state = "COMPLETED", overlaps = ov }, 1.1):match("on the link"))
   end)
 end)

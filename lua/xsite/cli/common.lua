@@ -7,6 +7,8 @@
 local config = require("xsite.config")
 local states = require("xsite.state")
 local units = require("xsite.units")
+local replay = require("xsite.replay")
+local shell = require("xsite.shell")
 
 local M = {}
 
@@ -78,6 +80,28 @@ function M.load_config(path, io_)
     return nil
   end
   return cfg
+end
+
+--- Past jobs from accounting, with each one's xsite record: sacct -a -X
+-- over a window (xsite.replay.FIELDS, the names of this Slurm).
+-- @param window { since, until_ (sacct's syntax), states (optional, sacct's
+--   --state) }
+-- @return sacct's text, or nil and why it failed
+function M.sacct_jobs(window)
+  -- the field names of this Slurm (Reserved became Planned in 23.11)
+  local helpformat = shell.run({ "sacct", "--helpformat" }, { stderr = "drop" })
+  local argv = { "sacct", "-a", "-X", "-n", "-P", "--delimiter=" .. replay.DELIMITER,
+    "--starttime=" .. window.since, "--endtime=" .. window.until_,
+    "--format=" .. table.concat(replay.sacct_fields(helpformat), ",") }
+  if window.states then table.insert(argv, 6, "--state=" .. window.states) end
+  local text, ok = shell.run(argv, { timeout = 60 })
+  -- sacct says why it failed in a line without the field delimiter
+  local first = text:match("[^\n]+")
+  if not ok or (first and not first:find(replay.DELIMITER, 1, true)) then
+    return nil, string.format("sacct failed (is accounting through slurmdbd configured?): %s",
+      first or "no output")
+  end
+  return text
 end
 
 --- The --timeout option of a command: whole seconds, else `default`.

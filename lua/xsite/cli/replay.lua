@@ -2,7 +2,6 @@
 -- @module xsite.cli.replay
 
 local common = require("xsite.cli.common")
-local shell = require("xsite.shell")
 local config = require("xsite.config")
 local hostlist = require("xsite.hostlist")
 local json = require("xsite.json")
@@ -63,19 +62,9 @@ function M.run(opts, _, io_, global)
     text, e = config.read_file(opts["sacct-file"])
     if not text then err(io_, "xsite replay: --sacct-file: %s\n", e) return 1 end
   else
-    -- the field names of this Slurm (Reserved became Planned in 23.11)
-    local helpformat = shell.run({ "sacct", "--helpformat" }, { stderr = "drop" })
-    local ok
-    text, ok = shell.run({ "sacct", "-a", "-X", "-n", "-P", "--delimiter=" .. replay.DELIMITER,
-      "--state=" .. replay.STATES, "--starttime=" .. since, "--endtime=now",
-      "--format=" .. table.concat(replay.sacct_fields(helpformat), ",") })
-    -- sacct says why it failed in a line without the field delimiter
-    local first = text:match("[^\n]+")
-    if not ok or (first and not first:find(replay.DELIMITER, 1, true)) then
-      err(io_, "xsite replay: sacct failed (is accounting through slurmdbd configured?): %s\n",
-        (text:match("[^\n]+") or "no output"))
-      return 1
-    end
+    local e
+    text, e = common.sacct_jobs({ since = since, until_ = "now", states = replay.STATES })
+    if not text then err(io_, "xsite replay: %s\n", e) return 1 end
   end
   local jobs, perr = replay.parse_sacct(text)
   if not jobs then err(io_, "xsite replay: %s\n", perr) return 1 end

@@ -4,6 +4,7 @@
 local common = require("xsite.cli.common")
 local shell = require("xsite.shell")
 local fs = require("xsite.fs")
+local replay = require("xsite.replay")
 local report = require("xsite.report")
 
 local out, err = common.out, common.err
@@ -69,6 +70,14 @@ function M.run(opts, pos, io_, global)
   local rec, derr = report.decode(text, path)
   if not rec then err(io_, "xsite report: %s\n", derr) return 1 end
   local acct = job_accounting(id)
+  if acct and acct.start and rec.spanning then
+    -- the other spanning jobs that ran meanwhile, as accounting shows them
+    local now = os.time()
+    local listing = common.sacct_jobs({ since = os.date("%Y-%m-%dT%H:%M:%S", acct.start),
+      until_ = acct.finish and os.date("%Y-%m-%dT%H:%M:%S", acct.finish) or "now" })
+    local jobs = listing and replay.parse_sacct(listing)
+    if jobs then acct.overlaps = report.overlaps(id, acct.start, acct.finish or now, jobs, now) end
+  end
   local max_slowdown = cfg.policy.max_slowdown
   if opts.svg then
     local f, ferr = io.open(opts.svg, "w")
