@@ -105,17 +105,15 @@ local function read_small(path, cap)
   return path and (fs.read_capped(path, cap))
 end
 
---- Whether slurm.conf configures topology/tree (read once, at set-up).
-function M.uses_topology_tree(slurm_conf)
-  local text = read_small(slurm_conf, 1048576)
+--- Whether slurm.conf's text configures topology/tree.
+function M.uses_topology_tree(text)
   local v = text and config.slurm_conf_value(text, "TopologyPlugin")
   return v == "topology/tree" or v == "tree"
 end
 
---- The uid of slurm.conf's SlurmUser (root's when unset; nil when unknown).
--- Read once, at set-up, from slurm.conf and /etc/passwd.
-function M.slurm_user_uid(slurm_conf, passwd)
-  local text = read_small(slurm_conf, 1048576)
+--- The uid of slurm.conf's SlurmUser (root's when unset; nil when unknown),
+-- from slurm.conf's text and /etc/passwd.
+function M.slurm_user_uid(text, passwd)
   local name = text and config.slurm_conf_value(text, "SlurmUser") or "root"
   if name:match("^%d+$") then return tonumber(name) end
   if name == "root" then return 0 end
@@ -146,10 +144,11 @@ function M.setup(conf_path, opts)
   state.conf = config.cache(conf_path, opts.interval, opts.clock)
   state.files = {}
   state.interval, state.clock = opts.interval, opts.clock or os.time
-  state.topology = M.uses_topology_tree(opts.slurm_conf)
+  -- slurm.conf, read once: topology/tree, the licenses, SlurmUser
   local text = read_small(opts.slurm_conf, 1048576)
+  state.topology = M.uses_topology_tree(text)
   state.licenses = text and config.slurm_licenses(text)
-  state.slurm_user = M.slurm_user_uid(opts.slurm_conf, opts.passwd)
+  state.slurm_user = M.slurm_user_uid(text, opts.passwd)
   state.het, state.het_count = {}, 0
   state.fail_closed = false
 end
