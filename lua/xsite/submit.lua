@@ -125,6 +125,9 @@ function M.slurm_user_uid(text, passwd)
   return nil
 end
 
+--- The most of slurm.conf xsite reads (a longer one: no topology, no licenses).
+M.SLURM_CONF_MAX = 1048576
+
 -- Per-process state: the caches of the configuration and the link state,
 -- created on first use for the configuration's path; where the first
 -- component of each user's latest heterogeneous job went.
@@ -144,13 +147,28 @@ function M.setup(conf_path, opts)
   state.conf = config.cache(conf_path, opts.interval, opts.clock)
   state.files = {}
   state.interval, state.clock = opts.interval, opts.clock or os.time
-  -- slurm.conf, read once: topology/tree, the licenses, SlurmUser
-  local text = read_small(opts.slurm_conf, 1048576)
-  state.topology = M.uses_topology_tree(text)
-  state.licenses = text and config.slurm_licenses(text)
-  state.slurm_user = M.slurm_user_uid(text, opts.passwd)
+  -- slurm.conf, cached like xsite.conf (an admin who changes its Licenses=
+  -- and runs `scontrol reconfigure` keeps this Lua state on Slurm 22.05):
+  -- topology/tree and the licenses; SlurmUser once (slurmctld runs as it)
+  state.slurm_conf = opts.slurm_conf and config.cache(opts.slurm_conf, opts.interval, opts.clock, {
+    missing_ok = true,
+    read = function(path) return fs.read_capped(path, M.SLURM_CONF_MAX) end,
+    parse = function(text)
+      return { topology = M.uses_topology_tree(text), licenses = config.slurm_licenses(text), text = text }
+    end,
+  })
+  local sc = M.slurm_conf()
+  state.slurm_user = M.slurm_user_uid(sc.text, opts.passwd)
   state.het, state.het_count = {}, 0
   state.fail_closed = false
+end
+
+--- What xsite uses of slurm.conf now: `topology` (topology/tree),
+-- `licenses` (xsite.config.slurm_licenses), `text`; an empty table without
+-- one.
+function M.slurm_conf()
+  local c = state.slurm_conf
+  return c and c.get() or {}
 end
 
 -- The files `xsite calibrate`, `xsite tune --apply` and `xsite load --write`
@@ -230,11 +248,15 @@ end
 -- slurmctld's log, once for each configuration.
 -- @return nil (ask for it), or false
 local function license_declared(cfg, slurm)
-  if not state.licenses then return nil end
-  local ok, what = config.license_declared(cfg, state.licenses)
-  if ok then return nil end
-  if state.license_said ~= cfg then
-    state.license_said = cfg
+  local declared = M.slurm_conf().licenses
+  if not declared then return nil end
+  local ok, what = config.license_declared(cfg, declared)
+  if ok then
+    state.license_said = nil
+    return nil
+  end
+  if state.license_said ~= what then
+    state.license_said = what
     local lic = cfg.link.license
     slurm.log_error("xsite: %s has License=%s:%d, but %s; spanning jobs get no license until slurm.conf " ..
       "says Licenses=%s:%d", state.conf.filename, lic.name, lic.count, what, lic.name, lic.count)
@@ -276,7 +298,7 @@ local function decide(job_desc, slurm, flags, extra)
     het = extra.het,
     override = extra.override,
     time_limit = set(tl) and tl * 60 or nil,
-    topology = state.topology,
+    topology = M.slurm_conf().topology,
     licenses = extra.licenses,
     license = license_declared(cfg, slurm),
     link_state = state_file(cfg, slurm, "link"),

@@ -460,6 +460,34 @@ describe("xsite.submit", function()
       s.errors[1])
   end)
 
+  it("follows a count changed in slurm.conf and xsite.conf at run time, with no new Lua state", function()
+    setup_conf(LICENSED, "Licenses=xsite_link:100\n")
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, spank_job_env = QUIET })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.matches("^xsite_link:%d+$", j.licenses)
+    -- the admin halves the link in both files (then scontrol reconfigure,
+    -- which on Slurm 22.05 keeps job_submit.lua's Lua state)
+    write("slurm.conf", "Licenses=xsite_link:50\n")
+    write("xsite.conf", (LICENSED:gsub("xsite_link:100", "xsite_link:50")))
+    now = now + 6
+    j = job({ min_nodes = 2, spank_job_env = QUIET })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.matches("^xsite_link:%d+$", j.licenses)
+    assert.matches("of the link's 50 licenses", s.user[#s.user])
+    assert.are.equal(0, #s.errors)
+    -- one file changed before the other: no license meanwhile, said once
+    write("slurm.conf", "Licenses=xsite_link:80\n")
+    now = now + 6
+    for _ = 1, 2 do
+      j = job({ min_nodes = 2, spank_job_env = QUIET })
+      assert.are.equal(0, submit.job_submit(j, s))
+      assert.is_nil(j.licenses)
+    end
+    assert.are.equal(1, #s.errors)
+    assert.matches("has License=xsite_link:50, but slurm.conf says xsite_link:80", s.errors[1])
+  end)
+
   it("gives the link's share back to a pending job whose owner changes its licenses", function()
     setup_conf(LICENSED, "Licenses=xsite_link:100,a:2\n")
     local function sub() return { min_nodes = 2, spank_job_env = QUIET } end
