@@ -264,3 +264,26 @@ wait_load() {
 	on_head scancel "$blocker"
 	wait_state "$o" RUNNING
 }
+
+# last in this file: it changes the testbed's slurm.conf and xsite.conf
+@test "the link's count changed at run time (both files, scontrol reconfigure): held licenses stay, later jobs ask in the new units" {
+	local a b want
+	a=$(span_job)
+	wait_state "$a" RUNNING
+	assert_equal "$(licenses "$a")" "xsite_link:39"
+	sed -i 's/xsite_link:100/xsite_link:50/' "$XT_STATE/etc/xsite.conf" "$XT_STATE/etc/slurm.conf"
+	run -0 grep -c 'xsite_link:50' "$XT_STATE/etc/xsite.conf" "$XT_STATE/etc/slurm.conf"
+	on_head scontrol reconfigure
+	sleep 6
+	run -0 on_head scontrol show license xsite_link
+	assert_output --regexp 'Total=50 Used=39 '
+	assert_equal "$(licenses "$a")" "xsite_link:39"
+	assert_equal "$(field "$a" %T)" RUNNING
+	want=$("$XT_XSITE" --config "$XT_STATE/etc/xsite.conf" explain --nodes 2 --site-affinity span \
+		--comm-profile "$P39" --json | jq -r .licenses)
+	assert_equal "$want" "xsite_link:20"
+	run -0 --separate-stderr span_job --hold
+	b=$output
+	assert_equal "$(licenses "$b")" "xsite_link:20"
+	run -0 grep -c "it holds 20 of the link's 50 licenses (xsite_link)" <<<"$stderr"
+}
