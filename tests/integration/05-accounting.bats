@@ -8,13 +8,7 @@ bats_require_minimum_version 1.5.0
 setup_file() {
 	load helpers
 	xt_init acct
-	local prog
-	for prog in mariadbd slurmdbd; do
-		if ! command -v "$prog" >/dev/null; then
-			export XT_SKIP="$prog not installed (apt-get install mariadb-server slurmdbd)"
-			return 0
-		fi
-	done
+	xt_need_accounting || return 0
 	xt_up --accounting
 }
 

@@ -42,18 +42,6 @@ licenses() {
 	on_head scontrol show job "$1" | tr ' ' '\n' | sed -n 's/^Licenses=//p'
 }
 
-# wait_state ID STATE [REASON]: until the job is in STATE (with REASON), 30 s at most
-wait_state() {
-	local i now
-	for ((i = 0; i < 300; i++)); do
-		now=$(field "$1" '%T %r') || true
-		[[ $now == "$2 ${3:-}"* ]] && return 0
-		sleep 0.1
-	done
-	printf 'job %s: %s after 30 s, not %s %s\n' "$1" "$now" "$2" "${3:-}" >&2
-	return 1
-}
-
 # update ARGS...: scontrol update as the user (EAGAIN tried again: helpers.bash)
 update() {
 	xt_update_as "$U" "$@"

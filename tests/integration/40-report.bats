@@ -60,13 +60,8 @@ submit() {
 setup_file() {
 	load helpers
 	xt_init report
-	local prog user work
-	for prog in mariadbd slurmdbd; do
-		if ! command -v "$prog" >/dev/null; then
-			export XT_SKIP="$prog not installed (apt-get install mariadb-server slurmdbd)"
-			return 0
-		fi
-	done
+	local user work
+	xt_need_accounting || return 0
 	xt_user "$U1"
 	xt_user "$U2"
 	xt_up --accounting || return 1

@@ -318,6 +318,31 @@ report_of() {
 	return 1
 }
 
+# wait_state ID STATE [REASON]: until the job is in STATE (with REASON, as
+# squeue's %r says it), 30 s at most
+wait_state() {
+	local i now
+	for ((i = 0; i < 300; i++)); do
+		now=$(on_head squeue -h -t all -j "$1" -o '%T %r') || true
+		[[ $now == "$2 ${3:-}"* ]] && return 0
+		sleep 0.1
+	done
+	printf 'job %s: %s after 30 s, not %s %s\n' "$1" "$now" "$2" "${3:-}" >&2
+	return 1
+}
+
+# xt_need_accounting: sets XT_SKIP (for setup to skip each test) when
+# MariaDB or slurmdbd is not installed; returns 1 then
+xt_need_accounting() {
+	local prog
+	for prog in mariadbd slurmdbd; do
+		if ! command -v "$prog" >/dev/null; then
+			export XT_SKIP="$prog not installed (apt-get install mariadb-server slurmdbd)"
+			return 1
+		fi
+	done
+}
+
 # wait_job ID: until the job has ended (30 s at most)
 wait_job() {
 	local i state
