@@ -66,6 +66,7 @@ setup_file() {
 			cluster="$cluster" percentallowed=100
 	fi
 	printf '%s\n' "$allowed" >"$BATS_FILE_TMPDIR/allowed"
+	printf '%s\n' "$cluster" >"$BATS_FILE_TMPDIR/cluster"
 }
 
 teardown_file() {
@@ -107,7 +108,9 @@ teardown() {
 	wait_state "$a" RUNNING
 	# the admin gives the link half its units (half the link reserved)
 	if [[ $allowed == allowed ]]; then
-		resource modify resource name=xsite_link server=slurmdbd set count=50 allowed=50
+		# (Allowed is per cluster: sacctmgr wants the cluster named)
+		resource modify resource name=xsite_link server=slurmdbd cluster="$(cat "$BATS_FILE_TMPDIR/cluster")" \
+			set count=50 allowed=50
 	else
 		resource modify resource name=xsite_link server=slurmdbd set count=50
 	fi
