@@ -108,9 +108,11 @@ teardown() {
 	wait_state "$a" RUNNING
 	# the admin gives the link half its units (half the link reserved)
 	if [[ $allowed == allowed ]]; then
-		# (Allowed is per cluster: sacctmgr wants the cluster named)
+		# Allowed is per cluster (sacctmgr wants the cluster named), Count
+		# is the resource's (sacctmgr refuses a cluster then): two commands
 		resource modify resource name=xsite_link server=slurmdbd cluster="$(cat "$BATS_FILE_TMPDIR/cluster")" \
-			set count=50 allowed=50
+			set allowed=50
+		resource modify resource name=xsite_link server=slurmdbd set count=50
 	else
 		resource modify resource name=xsite_link server=slurmdbd set count=50
 	fi
