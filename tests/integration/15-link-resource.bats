@@ -40,8 +40,8 @@ wait_total() {
 	return 1
 }
 
-# resource ARGS...: sacctmgr on the resource; "Allowed" is a count from
-# Slurm 23.11 on, "PercentAllowed" a percentage before
+# resource ARGS...: sacctmgr on the resource (the cluster's share of it is
+# "Allowed" from Slurm 23.11 on, "PercentAllowed" before: a percentage)
 resource() {
 	on_head sacctmgr -i "$@"
 }
@@ -49,7 +49,7 @@ resource() {
 setup_file() {
 	load helpers
 	xt_init link-resource
-	local cluster allowed
+	local cluster
 	xt_need_accounting || return 0
 	xt_user "$U"
 	export XT_CONFIG=$BATS_FILE_TMPDIR/link-resource.conf
@@ -58,15 +58,11 @@ setup_file() {
 	mkdir -p "$XT_STATE/work/$U"
 	chown "$U:" "$XT_STATE/work/$U"
 	cluster=$(on_head scontrol show config | sed -n 's/^ClusterName *= *//p')
-	allowed=allowed
 	if ! resource add resource name=xsite_link server=slurmdbd type=license count=100 \
 		cluster="$cluster" allowed=100 >"$BATS_FILE_TMPDIR/sacctmgr.out" 2>&1; then
-		allowed=percentallowed
 		resource add resource name=xsite_link server=slurmdbd type=license count=100 \
 			cluster="$cluster" percentallowed=100
 	fi
-	printf '%s\n' "$allowed" >"$BATS_FILE_TMPDIR/allowed"
-	printf '%s\n' "$cluster" >"$BATS_FILE_TMPDIR/cluster"
 }
 
 teardown_file() {
@@ -100,22 +96,14 @@ teardown() {
 }
 
 @test "sacctmgr changes the count at run time: held licenses stay, Slurm holds the next spanning jobs to the new count" {
-	local a b allowed
-	allowed=$(cat "$BATS_FILE_TMPDIR/allowed")
+	local a b
 	wait_total 100
 	a=$(span_job)
 	assert_equal "$(licenses "$a")" "$LIC:39"
 	wait_state "$a" RUNNING
-	# the admin gives the link half its units (half the link reserved)
-	if [[ $allowed == allowed ]]; then
-		# Allowed is per cluster (sacctmgr wants the cluster named), Count
-		# is the resource's (sacctmgr refuses a cluster then): two commands
-		resource modify resource name=xsite_link server=slurmdbd cluster="$(cat "$BATS_FILE_TMPDIR/cluster")" \
-			set allowed=50
-		resource modify resource name=xsite_link server=slurmdbd set count=50
-	else
-		resource modify resource name=xsite_link server=slurmdbd set count=50
-	fi
+	# the admin gives the link half its units (half the link reserved);
+	# the cluster keeps 100 % of the resource
+	resource modify resource name=xsite_link server=slurmdbd set count=50
 	wait_total 50
 	run -0 on_head scontrol show license "$LIC"
 	assert_output --regexp 'Total=50 Used=39 '
