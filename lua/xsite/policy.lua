@@ -535,7 +535,7 @@ function M.decide(req)
     -- The link's licenses all held: pinned when one site is predicted to
     -- finish the job sooner (its wait against the wait for the link plus
     -- what spanning loses), else it waits for them.
-    local busy = link_busy(within(fitting, ua.sites))
+    local busy = link_busy(within(fitting, #named == 1 and within(ua.sites, named) or ua.sites))
     if busy then
       local loss = (req.time_limit or ev.t_one) * (ev.slowdown - 1)
       local text = busy_text(busy)

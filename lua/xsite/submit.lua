@@ -172,8 +172,8 @@ function M.slurm_conf()
 end
 
 -- The files `xsite calibrate`, `xsite tune --apply` and `xsite load --write`
--- write, each cached
--- like the configuration: the key naming it, its parser, what it holds.
+-- write, each cached like the configuration: the key naming it, its parser,
+-- what it holds.
 local STATE_FILES = {
   link = { "link_state_file", states.parse_link, "link state" },
   profiles = { "profile_state_file", states.parse_profiles, "profile state" },
@@ -245,7 +245,7 @@ end
 -- Whether slurm.conf declares the link's license (Licenses=NAME:COUNT, as
 -- xsite.conf's License= has it): a job asking for a license Slurm does not
 -- know is refused by Slurm, so without it xsite asks for none and says so in
--- slurmctld's log, once for each configuration.
+-- slurmctld's log, once for each way they disagree.
 -- @return nil (ask for it), or false
 local function license_declared(cfg, slurm)
   local declared = M.slurm_conf().licenses

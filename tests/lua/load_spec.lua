@@ -158,6 +158,17 @@ describe("xsite.policy with the link's load", function()
     assert.matches(" why=link%-busy ", d.record)
   end)
 
+  it("weighs only the sites the job's --nodelist and --constraint allow", function()
+    local ld = loaded(0, NOW + 600, NOW)
+    ld.sites.b = { { NOW + 30, 3 } }
+    local d = decide(ld, { nodes = 3, max_nodes = 3, req_nodes = "b1" })
+    assert.are.equal("link-busy", d.why)
+    assert.are.equal(30, d.site_wait)
+    assert.matches("site b has 3 nodes free in about 30 s", d.message)
+    d = decide(ld, { nodes = 3, max_nodes = 3, features = "site_b" })
+    assert.are.equal("user-constraint", d.why)
+  end)
+
   it("spans and waits for the link's units when they come sooner than a site's nodes", function()
     local d = decide(loaded(0, NOW + 60, NOW + 3600), { nodes = 3, max_nodes = 3 })
     assert.are.equal("span", d.action)
