@@ -228,6 +228,12 @@ wait_load() {
 		--wrap 'sleep 300' | tail -n 1)
 	wait_state "$blocker" RUNNING
 	wait_load 100
+	# what xsite load (the testbed's timer) sees, as the admin reads it
+	xt_place "$XT_XSITE" "$XT_STATE/work/xsite"
+	run -0 on_head env XSITE_LUADIR="$XT_LUADIR" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" load
+	assert_line --regexp "^link's license xsite_link: 100 of 100 held; free: 0 now, 100 in [45] min\$"
+	assert_line --regexp '^site alpha: 2 nodes; free: 1 now, 2 in [45] min$'
+	assert_line 'site beta: 2 nodes; free: 2 now'
 	# a job of 2 nodes that may span (profile low): beta's two nodes are
 	# free now, the link's units in 5 minutes: pinned, and it starts
 	run -0 --separate-stderr as sbatch --parsable -N2 --ntasks-per-node=1 -c1 -t 5 -o /dev/null \

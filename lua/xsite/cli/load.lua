@@ -49,7 +49,7 @@ local function summary(list, have, now)
     if g[1] <= now then
       words[1] = string.format("%d now", have)
     else
-      words[#words + 1] = string.format("%d in %s", have, units.format_time(g[1] - now))
+      words[#words + 1] = string.format("%d in %s", have, units.round_time(g[1] - now))
     end
   end
   return table.concat(words, ", ")
