@@ -56,8 +56,8 @@ end
 
 --- The load from what Slurm printed.
 -- @param cfg the configuration (its sites' nodes, the link's License=)
--- @param out { squeue = text of `squeue -h -t RUNNING -o M.SQUEUE_FORMAT`,
---   sinfo = text of `sinfo -h -N -o M.SINFO_FORMAT`, license = text of
+-- @param out { squeue = text of `squeue -a -h -t RUNNING -o M.SQUEUE_FORMAT`,
+--   sinfo = text of `sinfo -a -h -N -o M.SINFO_FORMAT`, license = text of
 --   `scontrol -o show license NAME` (nil without License=) }
 -- @param now the time of the view (seconds since the epoch)
 -- @return the table of xsite.state.parse_load, or nil and a message

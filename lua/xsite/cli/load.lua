@@ -40,7 +40,7 @@ local function slurm(argv, timeout)
   return text
 end
 
--- "22 now, 61 in 4m50s, 100 in 4m55s": a list of { time, count } added up
+-- "22 now, 61 in 4 min, 100 in 5 min": a list of { time, count } added up
 -- from `have`, as seen at `now`.
 local function summary(list, have, now)
   local words = { string.format("%d now", have) }
@@ -67,8 +67,9 @@ function M.run(opts, _, io_, global)
   local now = os.time()
   local got = {}
   local e
-  got.squeue, e = slurm({ "squeue", "-h", "-t", "RUNNING", "-o", load.SQUEUE_FORMAT }, timeout)
-  if got.squeue then got.sinfo, e = slurm({ "sinfo", "-h", "-N", "-o", load.SINFO_FORMAT }, timeout) end
+  -- -a: the jobs and nodes of hidden partitions too
+  got.squeue, e = slurm({ "squeue", "-a", "-h", "-t", "RUNNING", "-o", load.SQUEUE_FORMAT }, timeout)
+  if got.squeue then got.sinfo, e = slurm({ "sinfo", "-a", "-h", "-N", "-o", load.SINFO_FORMAT }, timeout) end
   local lic = cfg.link.license
   if got.sinfo and lic then got.license, e = slurm({ "scontrol", "-o", "show", "license", lic.name }, timeout) end
   if e then err(io_, "xsite load: %s\n", e) return 1 end
