@@ -361,11 +361,18 @@ function M.decide(req)
     return finish(action, why, text)
   end
 
+  -- The sites that can hold the job and that its constraint and node list
+  -- allow: where it may be kept.
+  local function one_site_choices()
+    local sites = within(fitting, ua.sites)
+    if #named == 1 then sites = within(sites, named) end
+    return sites
+  end
+
   -- Keep the job at one site that can hold it (and that its constraint and
   -- node list allow).
   local function pin(why, text)
-    local sites = within(fitting, ua.sites)
-    if #named == 1 then sites = within(sites, named) end
+    local sites = one_site_choices()
     if het then sites = { sites[1] } end
     if #sites == 0 then
       return finish("reject", why == "user-pin" and "oversize" or why, string.format(
@@ -535,7 +542,7 @@ function M.decide(req)
     -- The link's licenses all held: pinned when one site is predicted to
     -- finish the job sooner (its wait against the wait for the link plus
     -- what spanning loses), else it waits for them.
-    local busy = link_busy(within(fitting, #named == 1 and within(ua.sites, named) or ua.sites))
+    local busy = link_busy(one_site_choices())
     if busy then
       local loss = (req.time_limit or ev.t_one) * (ev.slowdown - 1)
       local text = busy_text(busy)

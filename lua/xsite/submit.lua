@@ -242,13 +242,13 @@ local function remember_het(uid, site)
   state.het[uid] = { site = site, time = state.clock() }
 end
 
--- Whether slurm.conf declares the link's license (Licenses=NAME:COUNT, as
--- xsite.conf's License= has it): a job asking for a license Slurm does not
--- know is refused by Slurm, so without it xsite asks for none and says so in
--- slurmctld's log, once for each way they disagree.
+-- Whether slurm.conf's licenses (`declared`, xsite.config.slurm_licenses)
+-- hold the link's license (Licenses=NAME:COUNT, as xsite.conf's License= has
+-- it): a job asking for a license Slurm does not know is refused by Slurm,
+-- so without it xsite asks for none and says so in slurmctld's log, once
+-- for each way they disagree.
 -- @return nil (ask for it), or false
-local function license_declared(cfg, slurm)
-  local declared = M.slurm_conf().licenses
+local function license_declared(cfg, slurm, declared)
   if not declared then return nil end
   local ok, what = config.license_declared(cfg, declared)
   if ok then
@@ -286,6 +286,7 @@ local function decide(job_desc, slurm, flags, extra)
   end
 
   local tl = job_desc.time_limit
+  local sc = M.slurm_conf()
   local d = policy.decide({
     cfg = cfg,
     nodes = M.node_count(job_desc, cfg),
@@ -298,9 +299,9 @@ local function decide(job_desc, slurm, flags, extra)
     het = extra.het,
     override = extra.override,
     time_limit = set(tl) and tl * 60 or nil,
-    topology = M.slurm_conf().topology,
+    topology = sc.topology,
     licenses = extra.licenses,
-    license = license_declared(cfg, slurm),
+    license = license_declared(cfg, slurm, sc.licenses),
     link_state = state_file(cfg, slurm, "link"),
     profile_state = state_file(cfg, slurm, "profiles"),
     link_load = state_file(cfg, slurm, "load"),
