@@ -40,7 +40,14 @@ M.VERSION = 1
 
 local check = config.checkers
 
-local VERSION_KEY = { "Version", "version", check.integer(1) }
+-- Version=N: a whole number, none later than this xsite reads
+local VERSION_KEY = { "Version", "version", function(text)
+  local v, err = check.integer(1)(text)
+  if v and v > M.VERSION then
+    return nil, string.format("%d, this xsite reads version %d", v, M.VERSION)
+  end
+  return v, err
+end }
 
 local LINK_KEYS = {
   version = VERSION_KEY,
@@ -49,13 +56,6 @@ local LINK_KEYS = {
   latency = { "Latency", "latency", check.quantity("time") },
   time = { "Time", "time", check.integer(0) },
 }
-
-local function version_ok(v)
-  if v > M.VERSION then
-    return nil, string.format("Version: %d, this xsite reads version %d", v, M.VERSION)
-  end
-  return true
-end
 
 --- Parse a link state file.
 -- @return { state, bandwidth, latency, time } (the last three may be
@@ -69,12 +69,7 @@ function M.parse_link(text, filename)
       if not e then return nil, pair[1] .. ": unknown key" end
       local v, verr = config.check_value(e, pair[2])
       if v == nil then return nil, verr end
-      if e == VERSION_KEY then
-        local vok, vmsg = version_ok(v)
-        if not vok then return nil, vmsg end
-      else
-        st[e[2]] = v
-      end
+      if e ~= VERSION_KEY then st[e[2]] = v end
     end
     return true
   end)
@@ -111,7 +106,7 @@ function M.parse_profiles(text, filename)
     if first == "version" and #kv == 1 then
       local v, verr = config.check_value(VERSION_KEY, kv[1][2])
       if v == nil then return nil, verr end
-      return version_ok(v)
+      return true
     end
     if first ~= "profilename" then return nil, kv[1][1] .. ": a line starts with ProfileName=" end
     local entry = { line = line }
@@ -217,8 +212,6 @@ function M.parse_load(text, filename)
     if kind == "version" then
       local v, verr = config.check_value(VERSION_KEY, e.version)
       if v == nil then return nil, verr end
-      local vok, vmsg = version_ok(v)
-      if not vok then return nil, vmsg end
       ld.time = tonumber(e.time and e.time:match("^%d+$"))
       if not ld.time then return nil, "Time: missing or not an epoch" end
     elseif kind == "license" then
