@@ -2,7 +2,9 @@
 # docs.sh: the pictures in docs/ that are made from a source in the tree are
 # that source's output (docs/architecture.svg from docs/architecture.lua),
 # the source passes luacheck, and every link between the Markdown pages of
-# the tree points at a file that is there.  One TAP test each.
+# the tree points at a file that is there, and every limit a table of
+# docs/*.md gives with its key in the code is the code's value.  One TAP
+# test each.
 set -euo pipefail
 
 # shellcheck source=tests/harness/tap.sh
@@ -29,6 +31,57 @@ regenerate it: $lua docs/architecture.lua > docs/architecture.svg"
     else
       tap_not_ok "luacheck docs/architecture.lua" "$out"
     fi
+  fi
+
+  # limits: a table row of docs/*.md whose last cell names a numeric
+  # constant of the code (`xsite.hostlist.MAX_LENGTH`) states its value
+  if out=$(LUA_PATH="lua/?.lua;;" "$lua" - docs/*.md <<'LUA' 2>&1
+local FACTOR = { KiB = 1024, MiB = 1048576, GiB = 1073741824 }
+-- the numbers a cell states: 1024, 4 096, 1 MiB, 2^31 − 1
+local function stated(cell)
+  local out = {}
+  cell = cell:gsub("(%d)[ ,](%d%d%d)%f[%D]", "%1%2")
+  for base, exp in cell:gmatch("(%d+)%^(%d+)%s*\226\136\146%s*1") do
+    out[#out + 1] = tonumber(base) ^ tonumber(exp) - 1
+  end
+  for num, unit in cell:gmatch("(%d+%.?%d*)%s*(%a*)") do
+    out[#out + 1] = tonumber(num) * (FACTOR[unit] or 1)
+  end
+  return out
+end
+local bad = {}
+for _, page in ipairs(arg) do
+  local lineno = 0
+  for line in io.lines(page) do
+    lineno = lineno + 1
+    local value_cell, key_cell = line:match("^|.*|%s*([^|]-)%s*|%s*([^|]-)%s*|%s*$")
+    for mod, name in (key_cell or ""):gmatch("`(xsite%.[%w_]+)%.([A-Z][A-Z0-9_]*)`") do
+      local ok, m = pcall(require, mod)
+      local v = ok and type(m) == "table" and m[name]
+      if type(v) == "number" then
+        local found = false
+        for _, n in ipairs(stated(value_cell)) do
+          if n == v then found = true end
+        end
+        if not found then
+          bad[#bad + 1] = string.format("%s:%d: %s.%s is %.17g in the code; the row says '%s'",
+            page, lineno, mod, name, v, value_cell)
+        end
+      elseif not ok or v == nil then
+        bad[#bad + 1] = string.format("%s:%d: %s.%s: no such constant in the code", page, lineno, mod, name)
+      end
+    end
+  end
+end
+if #bad > 0 then
+  io.stderr:write(table.concat(bad, "\n"), "\n")
+  os.exit(1)
+end
+LUA
+  ); then
+    tap_ok "every limit a table of docs/*.md gives with its key is the code's value"
+  else
+    tap_not_ok "every limit a table of docs/*.md gives with its key is the code's value" "$out"
   fi
 
   # links between the Markdown pages: relative targets must exist
