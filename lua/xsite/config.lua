@@ -155,6 +155,7 @@ local SCHEMA = {
     { "DefaultAffinity", "default_affinity", affinity },
     { "LinkStateFile", "link_state_file", path },
     { "LinkLoadFile", "link_load_file", path },
+    { "FidelityFile", "fidelity_file", path },
     { "FailMode", "fail_mode", enum({ "open", "closed" }) },
     { "ReportDir", "report_dir", path },
     { "ProfileStateFile", "profile_state_file", path },

@@ -16,6 +16,8 @@
 -- (see `M.app`).  All times are in seconds.
 -- @module xsite.model
 
+local units = require("xsite.units")
+
 local M = {}
 
 local floor, ceil, log, max, min = math.floor, math.ceil, math.log, math.max, math.min
@@ -314,7 +316,51 @@ function M.evaluate(cfg, profile, n, link)
     speedup = t_fit / t_span,
     one_site = site.name,
     link_share = share,
+    pattern = app.pattern,
   }
+end
+
+--- The model's expected error for a job's regime, from a fidelity run
+-- (xsite.state.parse_fidelity): the median of |predicted - measured| /
+-- measured slowdown over the run's cases of the job's pattern at the
+-- run's latency nearest the link's (nearest by ratio); over every pattern's
+-- cases at that latency when the run has none of the job's pattern.
+-- @param run the fidelity run
+-- @param pattern the job's communication pattern (model.app)
+-- @param latency the link's one-way latency in seconds
+-- @return { error (a fraction), pattern (nil: every pattern), job_pattern,
+--   latency (the run's), cases, time }, or nil when the run has no case
+function M.expected_error(run, pattern, latency)
+  if not run or #run.cases == 0 then return nil end
+  local function distance(l) return math.abs(log(l / latency)) end
+  local best
+  for _, c in ipairs(run.cases) do
+    if not best or distance(c.latency) < distance(best) then best = c.latency end
+  end
+  local errs, any = {}, {}
+  for _, c in ipairs(run.cases) do
+    if c.latency == best then
+      local e = math.abs(c.predicted - c.measured) / c.measured
+      any[#any + 1] = e
+      if c.pattern == pattern then errs[#errs + 1] = e end
+    end
+  end
+  local same = #errs > 0
+  if not same then errs = any end
+  table.sort(errs)
+  local k = #errs
+  local median = k % 2 == 1 and errs[(k + 1) / 2] or (errs[k / 2] + errs[k / 2 + 1]) / 2
+  return { error = median, pattern = same and pattern or nil, job_pattern = pattern, latency = best, cases = k,
+    time = run.time }
+end
+
+--- An expected error (`expected_error`) for people: "about ±8 % (the
+-- fidelity run of 2026-11-26 04:40 UTC: 2 tree cases at 5ms one way)".
+function M.error_text(ex)
+  return string.format("about \194\177%.0f %% (the fidelity run of %s: %d %scase%s at %s one way%s)",
+    ex.error * 100, os.date("!%Y-%m-%d %H:%M UTC", ex.time), ex.cases, ex.pattern and ex.pattern .. " " or "",
+    ex.cases == 1 and "" or "s", units.format_time(ex.latency),
+    ex.pattern and "" or ", none of pattern " .. tostring(ex.job_pattern))
 end
 
 --- The node count where spanning stops paying: the n (even, 2 ≤ n ≤ nmax)

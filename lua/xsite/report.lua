@@ -517,6 +517,20 @@ local function seconds(v)
   return string.format("%.1f us", v * 1e6)
 end
 
+--- The prediction's expected error for a record's job: its profile's
+-- pattern at its link's latency, from a fidelity run (model.expected_error).
+-- @param rec a record
+-- @param run the fidelity run (xsite.state.load_fidelity), or nil
+-- @return the expected error, or nil (no run, no prediction)
+function M.expected_error(rec, run)
+  local prof, link = rec.profile, rec.link
+  if not run or not present(rec.prediction) or not present(prof) or type(prof.pattern) ~= "string"
+      or type(link) ~= "table" or not is_num(link.latency) or link.latency <= 0 then
+    return nil
+  end
+  return model.expected_error(run, prof.pattern, link.latency)
+end
+
 --- The report as text lines.  Every string from the record or from
 -- accounting goes through `M.printable`: the record holds what the job's
 -- owner chose (a profile, a traffic record's names), and a record handed to
@@ -524,8 +538,9 @@ end
 -- @param rec a record
 -- @param acct as for `assess`, may be nil
 -- @param max_slowdown the policy's MaxSlowdown
+-- @param ex the prediction's expected error (`M.expected_error`), or nil
 -- @return the text
-function M.text(rec, acct, max_slowdown)
+function M.text(rec, acct, max_slowdown, ex)
   local a = M.assess(rec, acct)
   local P = printable
   local L = {}
@@ -555,6 +570,7 @@ function M.text(rec, acct, max_slowdown)
     add("  profile:    %s", P(present(rec.profile) and rec.profile.label or "?"))
     add("  predicted:  t_one %s, t_span %s, slowdown %.2fx; %s across the link", seconds(p.t_one),
       seconds(p.t_span), p.slowdown, si(p.crossing_bytes, "B"))
+    add("              expected error %s", ex and P(model.error_text(ex), 300) or "unknown (no fidelity run)")
   else
     add("  predicted:  nothing (no profile)")
   end
@@ -604,9 +620,11 @@ end
 
 --- The report as one JSON object: the record, the decision, what was
 -- measured and the verdict.
-function M.json(rec, acct, max_slowdown)
+function M.json(rec, acct, max_slowdown, ex)
   local a = M.assess(rec, acct)
   return json.encode({ record = rec, decision = acct and acct.record or json.null,
+    expected_error = ex and { error = ex.error, pattern = ex.pattern, latency = ex.latency, cases = ex.cases,
+      time = ex.time } or json.null,
     state = acct and acct.state or json.null, assessment = a,
     overlaps = acct and acct.overlaps and json.array(acct.overlaps) or json.null,
     verdict = M.verdict(rec, a, max_slowdown) })

@@ -26,6 +26,13 @@
 -- grouped by when they come free (Time for an idle node; a node down or
 -- drained is in no group).  Both sorted by time.
 --
+-- Fidelity (FidelityFile), written by `tests/bench/fidelity --write`: how
+-- far the model's predicted slowdown was from the measured one, case by
+-- case, in the latest fidelity run (xsite.model.expected_error reads it).
+--
+--     Version=1 Time=EPOCH
+--     Case=NAME Pattern=P Latency=SECONDS Predicted=SLOWDOWN Measured=SLOWDOWN
+--
 -- A file without `Version` is of version 1; one of a later version is
 -- refused, naming it.
 -- @module xsite.state
@@ -234,11 +241,18 @@ function M.parse_load(text, filename)
   return ld
 end
 
---- The text of a link load file (the table of `parse_load`).
-function M.format_load(ld, comment)
+-- The first lines of a file whose Version line has the Time of what it
+-- holds: the comment, if any, and "Version=1 Time=EPOCH".
+local function versioned_head(comment, time)
   local out = {}
   if comment then out[#out + 1] = "# " .. comment:gsub("\n", " ") end
-  out[#out + 1] = string.format("Version=%d Time=%d", M.VERSION, ld.time)
+  out[#out + 1] = string.format("Version=%d Time=%d", M.VERSION, time)
+  return out
+end
+
+--- The text of a link load file (the table of `parse_load`).
+function M.format_load(ld, comment)
+  local out = versioned_head(comment, ld.time)
   local lic = ld.license
   if lic then
     out[#out + 1] = string.format("License=%s Total=%d Used=%d%s", lic.name, lic.total, lic.used,
@@ -250,6 +264,72 @@ function M.format_load(ld, comment)
   for _, n in ipairs(names) do
     local free = ld.sites[n]
     out[#out + 1] = "Site=" .. n .. (#free > 0 and " Free=" .. format_groups(free) or "")
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- The most cases a fidelity file may have (a run has a few dozen).
+M.FIDELITY_CASES = 1000
+
+local FIDELITY_KEYS = {
+  case = { "Case", "name", function(text)
+    if #text <= 64 and text:find("^[%w_.%-]+$") then return text end
+    return nil, string.format("'%s' is not a case name (letters, digits, _ . -; at most 64)", text:sub(1, 64))
+  end },
+  pattern = { "Pattern", "pattern", check.enum(config.PATTERNS) },
+  latency = { "Latency", "latency", check.quantity("time") },
+  predicted = { "Predicted", "predicted", check.quantity("number") },
+  measured = { "Measured", "measured", check.quantity("number") },
+}
+
+local FIDELITY_ORDER = { "case", "pattern", "latency", "predicted", "measured" }
+
+--- Parse a fidelity file.
+-- @return { time, cases = { { name, pattern, latency, predicted,
+--   measured }, … } }, or nil and a message naming file:line and key
+function M.parse_fidelity(text, filename)
+  filename = filename or "fidelity"
+  local run = { cases = {} }
+  local ok, err = config.each_line(text, filename, function(_, kv)
+    if #kv == 0 then return true end
+    local kind = kv[1][1]:lower()
+    if kind == "version" then
+      if run.time then return nil, "Version: a second Version line" end
+      local v, verr = config.check_value(VERSION_KEY, kv[1][2])
+      if v == nil then return nil, verr end
+      local t = kv[2] and kv[2][1]:lower() == "time" and #kv == 2 and kv[2][2]:match("^%d+$")
+      if not t then return nil, "Version=1 Time=EPOCH: Time missing or not an epoch" end
+      run.time = tonumber(t)
+      return true
+    end
+    if kind ~= "case" then return nil, kv[1][1] .. ": a line starts with Version= or Case=" end
+    if #run.cases >= M.FIDELITY_CASES then return nil, string.format("more than %d cases", M.FIDELITY_CASES) end
+    local c = {}
+    for _, pair in ipairs(kv) do
+      local e = FIDELITY_KEYS[pair[1]:lower()]
+      if not e then return nil, pair[1] .. ": unknown key (Case, Pattern, Latency, Predicted, Measured)" end
+      if c[e[2]] then return nil, pair[1] .. ": given twice" end
+      local v, verr = config.check_value(e, pair[2])
+      if v == nil then return nil, verr end
+      c[e[2]] = v
+    end
+    for _, key in ipairs(FIDELITY_ORDER) do
+      if c[FIDELITY_KEYS[key][2]] == nil then return nil, FIDELITY_KEYS[key][1] .. ": missing" end
+    end
+    run.cases[#run.cases + 1] = c
+    return true
+  end)
+  if not ok then return nil, err end
+  if not run.time then return nil, filename .. ": Version=1 Time=EPOCH: missing" end
+  return run
+end
+
+--- The text of a fidelity file (the table of `parse_fidelity`).
+function M.format_fidelity(run, comment)
+  local out = versioned_head(comment, run.time)
+  for _, c in ipairs(run.cases) do
+    out[#out + 1] = string.format("Case=%s Pattern=%s Latency=%.6gs Predicted=%.6g Measured=%.6g", c.name,
+      c.pattern, c.latency, c.predicted, c.measured)
   end
   return table.concat(out, "\n") .. "\n"
 end
@@ -283,6 +363,13 @@ end
 --   or nil and a message
 function M.load_load(filename)
   return load(filename, M.parse_load)
+end
+
+--- Read the fidelity file, if there is one.
+-- @return the table of `parse_fidelity`, or nil when the file does not
+--   exist, or nil and a message
+function M.load_fidelity(filename)
+  return load(filename, M.parse_fidelity)
 end
 
 --- Write the link state file (xsite.fs.write_atomic).

@@ -612,7 +612,8 @@ with_link_state() {
   run -0 xsite --config "$TESTBED" explain --nodes 2
   assert_line --index 0 --regexp '^xsite: pinned to one site \(alpha or beta\): spanning would be [0-9.]+x slower than one site \(limit 1\.10x\)$'
   assert_line --index 1 --regexp '^  nodes 2 \(split 1\+1\)  t_one .*  limit 1\.10x  link 125 MB/s, 1 ms \(up\)$'
-  assert_line --index 2 "  constraint: [site_alpha|site_beta]"
+  assert_line --index 2 "  expected error: unknown (no FidelityFile)"
+  assert_line --index 3 "  constraint: [site_alpha|site_beta]"
 }
 
 @test "explain --json of a pinned job gives action, why, features and the record" {
@@ -862,6 +863,33 @@ License=xsite_link Total=100 Used=100
 Site=alpha Free=1*2")
   run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low
   assert_line --index 0 --partial "xsite: may span both sites: "
+}
+
+@test "explain gives the prediction's expected error from the fidelity run in FidelityFile, and names one it cannot read" {
+  need_json
+  local conf
+  conf=$(testbed_with "\$a FidelityFile=$BATS_TEST_TMPDIR/fidelity")
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 2 "  expected error: unknown (no fidelity run in $BATS_TEST_TMPDIR/fidelity)"
+  printf '%s\n' "Version=1 Time=1795000000" \
+    "Case=tree-8B Pattern=tree Latency=1ms Predicted=2.2 Measured=2.0" \
+    "Case=tree-16K Pattern=tree Latency=1ms Predicted=1.5 Measured=1.5" \
+    "Case=tree-8B Pattern=tree Latency=9ms Predicted=9.0 Measured=10.0" \
+    "Case=a2a-1M Pattern=alltoall Latency=1ms Predicted=3.0 Measured=2.0" >"$BATS_TEST_TMPDIR/fidelity"
+  # class low: pattern tree; the link: 1 ms one way
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 2 "  expected error: about ±5 % (the fidelity run of 2026-11-18 11:06 UTC: 2 tree cases at 1 ms one way)"
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low --json
+  run -0 jsonq 'j.expected_error.pattern .. " " .. j.expected_error.cases .. " " .. j.expected_error.error' <<<"$output"
+  assert_output "tree 2 0.05"
+  printf 'Version=1 Time=1795000000\nCase=x Pattern=ring Latency=1ms Predicted=1 Measured=1\n' >"$BATS_TEST_TMPDIR/fidelity"
+  run -0 --separate-stderr xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 2 "  expected error: unknown (no fidelity run in $BATS_TEST_TMPDIR/fidelity)"
+  use_stderr
+  assert_output "xsite explain: $BATS_TEST_TMPDIR/fidelity:2: Pattern: 'ring' is not one of alltoall, halo1d, halo2d, halo3d, tree, none (no expected error)"
+  conf=$(testbed_with '/^FidelityFile=/d')
+  run -0 xsite --config "$conf" explain --nodes 2 --comm-profile low
+  assert_line --index 2 "  expected error: unknown (no FidelityFile)"
 }
 
 @test "load --write without LinkLoadFile is refused, naming it; a Slurm that does not answer, naming the command" {

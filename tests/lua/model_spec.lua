@@ -269,3 +269,52 @@ describe("xsite.model templates", function()
     assert.are.equal(0, model.app({ template = "stencil", size = 64 }, 1).exchange)
   end)
 end)
+
+describe("xsite.model.expected_error", function()
+  local near = h.near
+  local function case(name, pattern, latency, predicted, measured)
+    return { name = name, pattern = pattern, latency = latency, predicted = predicted, measured = measured }
+  end
+  local run = { time = 1795000000, cases = {
+    case("tree-8B", "tree", 0.005, 6.3, 6.0),      -- +5 %
+    case("tree-16K", "tree", 0.005, 3.0, 4.0),     -- -25 %
+    case("tree-1K", "tree", 0.005, 1.1, 1.0),      -- +10 %
+    case("a2a-1M", "alltoall", 0.005, 2.0, 2.5),   -- -20 %
+    case("tree-8B", "tree", 0.001, 2.0, 2.0),      -- 0 %
+    case("halo", "halo1d", 0.0001, 1.0, 1.1),
+  } }
+
+  it("takes the median |error| of the job's pattern at the run's latency nearest the link's", function()
+    local ex = assert(model.expected_error(run, "tree", 0.004))
+    near(0.10, ex.error, "median of 5, 25 and 10 %")
+    assert.are.equal("tree", ex.pattern)
+    assert.are.equal(0.005, ex.latency)
+    assert.are.equal(3, ex.cases)
+    assert.are.equal(1795000000, ex.time)
+    -- nearer 1 ms than 5 ms by ratio (2.2 ms: 2.2x above 1 ms, 2.3x below 5 ms)
+    ex = assert(model.expected_error(run, "tree", 0.0022))
+    assert.are.equal(0.001, ex.latency)
+    near(0, ex.error, "one case")
+  end)
+
+  it("takes every pattern's cases at that latency when the run has none of the job's, and says so", function()
+    local ex = assert(model.expected_error(run, "halo3d", 0.006))
+    assert.is_nil(ex.pattern)
+    assert.are.equal("halo3d", ex.job_pattern)
+    assert.are.equal(4, ex.cases)
+    near((0.10 + 0.20) / 2, ex.error, "median of 5, 10, 20 and 25 %")
+    assert.matches("^about \194\17715 %% %(the fidelity run of 2026%-11%-18 %d%d:%d%d UTC: 4 cases at 5 ms one way, "
+      .. "none of pattern halo3d%)$", model.error_text(ex))
+  end)
+
+  it("is nil without a run or without cases", function()
+    assert.is_nil(model.expected_error(nil, "tree", 0.005))
+    assert.is_nil(model.expected_error({ time = 1, cases = {} }, "tree", 0.005))
+  end)
+
+  it("says the pattern and the count of the cases it rests on", function()
+    local ex = assert(model.expected_error(run, "halo1d", 0.0001))
+    assert.matches("^about \194\1779 %% %(the fidelity run of [^:]+:%d%d UTC: 1 halo1d case at 100 us one way%)$",
+      model.error_text(ex))
+  end)
+end)

@@ -450,6 +450,37 @@ describe("xsite.report", function()
     assert.matches("decision:   unknown", report.text(rec, nil, 1.1))
   end)
 
+  it("gives the prediction's expected error for the job's pattern and link latency, from a fidelity run", function()
+    local c = cfg()
+    local rec = ended(c, nil, traffic(5000, 10))
+    local run = { time = 1795000000, cases = {
+      { name = "halo-32K", pattern = "halo1d", latency = c.link.latency, predicted = 1.1, measured = 1.0 },
+      { name = "tree-8B", pattern = "tree", latency = c.link.latency, predicted = 1.0, measured = 2.0 },
+    } }
+    local ex = assert(report.expected_error(rec, run))
+    assert.are.equal("halo1d", ex.pattern)
+    h.near(0.1, ex.error, "halo1d's case")
+    assert.matches("\n              expected error about \194\17710 %% %(the fidelity run of [^)]*: 1 halo1d case at ",
+      report.text(rec, nil, 1.1, ex))
+    assert.matches("expected error unknown %(no fidelity run%)", report.text(rec, nil, 1.1))
+    local j = assert(json.decode(report.json(rec, nil, 1.1, ex)))
+    h.near(0.1, j.expected_error.error, "JSON")
+    assert.are.equal(json.null, json.decode(report.json(rec, nil, 1.1)).expected_error)
+    -- a record without a prediction, or with a link latency that is no
+    -- latency (a record handed to --report-dir may be anyone's): none
+    assert.is_nil(report.expected_error(rec, nil))
+    for _, bad in ipairs({ 0, -1, "1ms", json.null }) do
+      local r = ended(c, nil, traffic(5000, 10))
+      r.link.latency = bad
+      assert.is_nil(report.expected_error(r, run))
+    end
+    local r = ended(c, nil, traffic(5000, 10))
+    r.profile.pattern = "\27[2J"
+    ex = assert(report.expected_error(r, run))
+    assert.is_nil(ex.pattern)
+    assert.is_nil(report.text(r, nil, 1.1, ex):find("\27", 1, true))
+  end)
+
   it("draws the measured bar from what was measured only: the elapsed time, the bytes across", function()
     -- a profile of 100000 synchronising steps at 1 ms predicts 100 s of link
     -- latency; the job ran 2 s, and what crossed takes 1 s at the link's rate

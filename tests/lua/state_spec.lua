@@ -130,3 +130,67 @@ describe("xsite.state versions", function()
     os.execute("rm -rf " .. dir)
   end)
 end)
+
+describe("xsite.state fidelity files", function()
+  local TEXT = "# written by tests/bench/fidelity --xsite\nVersion=1 Time=1795000000\n"
+    .. "Case=tree-8B Pattern=tree Latency=5ms Predicted=6.337 Measured=6.447\n"
+    .. "Case=a2a-4M Pattern=alltoall Latency=0.009s Predicted=2.91 Measured=3.622\n"
+
+  it("reads the run's time and its cases in base units, and writes what it reads back", function()
+    local run = assert(state.parse_fidelity(TEXT, "f"))
+    assert.are.equal(1795000000, run.time)
+    assert.are.equal(2, #run.cases)
+    local c = run.cases[1]
+    assert.are.equal("tree-8B", c.name)
+    assert.are.equal("tree", c.pattern)
+    near(0.005, c.latency, "Latency")
+    near(6.337, c.predicted, "Predicted")
+    near(6.447, c.measured, "Measured")
+    local again = assert(state.parse_fidelity(state.format_fidelity(run, "a\ncomment")))
+    assert.are.same(run, again)
+    assert.matches("^# a comment\nVersion=1 Time=1795000000\nCase=tree%-8B Pattern=tree Latency=0.005s ",
+      state.format_fidelity(run, "a\ncomment"))
+  end)
+
+  it("names file, line and key of every flaw, and refuses a later version", function()
+    local bad = {
+      { "Case=a Pattern=tree Latency=5ms Predicted=1 Measured=1\n", "f: Version=1 Time=EPOCH: missing" },
+      { "Version=1\n", "f:1: Version=1 Time=EPOCH: Time missing or not an epoch" },
+      { "Version=2 Time=5\n", "f:1: Version: 2, this xsite reads version 1" },
+      { "Version=1 Time=5\nCase=a Pattern=tree Latency=5ms Predicted=1\n", "f:2: Measured: missing" },
+      { "Version=1 Time=5\nCase=a Pattern=ring Latency=5ms Predicted=1 Measured=1\n",
+        "f:2: Pattern: 'ring' is not one of alltoall, halo1d, halo2d, halo3d, tree, none" },
+      { "Version=1 Time=5\nCase=a Pattern=tree Latency=5 Predicted=1 Measured=1\n",
+        "f:2: Latency: '5' needs a unit (s, ms, us or ns)" },
+      { "Version=1 Time=5\nCase=a Pattern=tree Latency=5ms Predicted=1 Measured=-1\n",
+        "f:2: Measured: '-1' is not a number with a unit (none)" },
+      { "Version=1 Time=5\nCase=a Pattern=tree Latency=5ms Predicted=1 Measured=0\n",
+        "f:2: Measured: '0' must be greater than 0" },
+      { "Version=1 Time=5\nCase=a Pattern=tree Pattern=tree Latency=5ms Predicted=1 Measured=1\n",
+        "f:2: Pattern: given twice" },
+      { "Version=1 Time=5\nCase=a/b Pattern=tree Latency=5ms Predicted=1 Measured=1\n",
+        "f:2: Case: 'a/b' is not a case name (letters, digits, _ . -; at most 64)" },
+      { "Version=1 Time=5\nCase=a Pattern=tree Latency=5ms Predicted=1 Measured=1 Colour=red\n",
+        "f:2: Colour: unknown key (Case, Pattern, Latency, Predicted, Measured)" },
+      { "Version=1 Time=5\nSite=a\n", "f:2: Site: a line starts with Version= or Case=" },
+    }
+    for _, b in ipairs(bad) do
+      local run, err = state.parse_fidelity(b[1], "f")
+      assert.is_nil(run, b[1])
+      assert.are.equal(b[2], err)
+    end
+  end)
+
+  it("reads at most FIDELITY_CASES cases", function()
+    local lines = { "Version=1 Time=5" }
+    for i = 1, state.FIDELITY_CASES + 1 do
+      lines[#lines + 1] = "Case=c" .. i .. " Pattern=tree Latency=5ms Predicted=1 Measured=1"
+    end
+    local run, err = state.parse_fidelity(table.concat(lines, "\n", 1, state.FIDELITY_CASES + 1), "f")
+    assert.are.equal(state.FIDELITY_CASES, #run.cases, err)
+    run, err = state.parse_fidelity(table.concat(lines, "\n"), "f")
+    assert.is_nil(run)
+    assert.are.equal(string.format("f:%d: more than %d cases", state.FIDELITY_CASES + 2, state.FIDELITY_CASES),
+      err)
+  end)
+end)

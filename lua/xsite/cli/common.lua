@@ -135,4 +135,13 @@ function M.state_files(cfg, cmd, io_)
   return link, profiles, ld
 end
 
+--- The latest fidelity run (FidelityFile), or nil: none configured, none
+-- written yet, or one that cannot be read (named on stderr).
+function M.fidelity(cfg, cmd, io_)
+  if not cfg.policy.fidelity_file then return nil end
+  local run, e = states.load_fidelity(cfg.policy.fidelity_file)
+  if e then M.err(io_, "xsite %s: %s (no expected error)\n", cmd, e) end
+  return run
+end
+
 return M

@@ -3,6 +3,7 @@
 
 local common = require("xsite.cli.common")
 local json = require("xsite.json")
+local model = require("xsite.model")
 local policy = require("xsite.policy")
 local units = require("xsite.units")
 
@@ -21,7 +22,9 @@ Usage: xsite explain --nodes N|MIN-MAX [--site-affinity A] [--comm-profile P]
 
 What the placement policy would decide for a job of N nodes (a range is
 decided on MAX, as sbatch's), and why, with the link state and the link's
-load the policy would use (LinkStateFile and LinkLoadFile, when present).
+load the policy would use (LinkStateFile and LinkLoadFile, when present),
+and the prediction's expected error for the job's pattern and link latency
+from the latest fidelity run (FidelityFile, when present).
 ]],
 }
 
@@ -51,17 +54,25 @@ function M.run(opts, _, io_, global)
   local d = policy.decide({ cfg = cfg, nodes = n, max_nodes = most, affinity = opts["site-affinity"],
     profile = opts["comm-profile"], features = opts.constraint, req_nodes = opts.nodelist, time_limit = limit,
     topology = true, link_state = state, profile_state = measured, link_load = ld, now = os.time() })
+  local p = d.prediction
+  local ex = p and model.expected_error(common.fidelity(cfg, "explain", io_), p.pattern, d.link.latency)
   if opts.json then
-    local p = d.prediction
     out(io_, "%s\n", json.encode({
       action = d.action, why = d.why, message = d.message, record = d.record,
       features = d.features, req_switch = d.req_switch, wait4switch = d.wait4switch, licenses = d.licenses,
       link_wait = d.link_wait, site_wait = d.site_wait,
       prediction = p and { nodes = p.n, split = { p.nA, p.nB }, t_one = p.t_one, t_span = p.t_span,
-        slowdown = p.slowdown, link_share = p.link_share } or nil,
+        slowdown = p.slowdown, link_share = p.link_share, pattern = p.pattern } or nil,
+      expected_error = ex and { error = ex.error, pattern = ex.pattern, latency = ex.latency, cases = ex.cases,
+        time = ex.time } or nil,
     }))
   else
     out(io_, "%s\n", policy.describe(d))
+    if p then
+      out(io_, "  expected error: %s\n", ex and model.error_text(ex) or
+        (cfg.policy.fidelity_file and "unknown (no fidelity run in " .. cfg.policy.fidelity_file .. ")" or
+          "unknown (no FidelityFile)"))
+    end
     if d.features then out(io_, "  constraint: %s\n", d.features) end
     if d.wait4switch then out(io_, "  --switches=1@%ds (wait for one site at most that long)\n", d.wait4switch) end
     if d.licenses then

@@ -85,10 +85,11 @@ function M.run(opts, pos, io_, global)
     f:write(report.svg(rec, acct, max_slowdown))
     f:close()
   end
+  local ex = report.expected_error(rec, common.fidelity(cfg, "report", io_))
   if opts.json then
-    out(io_, "%s\n", report.json(rec, acct, max_slowdown))
+    out(io_, "%s\n", report.json(rec, acct, max_slowdown, ex))
   else
-    out(io_, "%s", report.text(rec, acct, max_slowdown))
+    out(io_, "%s", report.text(rec, acct, max_slowdown, ex))
   end
   return 0
 end
