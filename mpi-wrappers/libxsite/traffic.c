@@ -71,6 +71,16 @@ void xs_count(int w, uint64_t bytes, int coll)
 
 void xs_note_decision(int siteaware)
 {
+#ifdef XSITE_FAULT_INJECTION
+	/* test builds only (libxsite-fault.so): XSITE_FAULT=paths makes the
+	 * world's last rank count every decision as the other path, as if it
+	 * had taken another algorithm than its communicator's other ranks, to
+	 * prove that coll_check's same-path check can fail */
+	const char *f = getenv("XSITE_FAULT");
+
+	if (f && !strcmp(f, "paths") && xs_wrank == xs_wsize - 1)
+		siteaware = !siteaware;
+#endif
 	add(siteaware ? &n_siteaware : &n_fallback, 1);
 }
 
