@@ -36,6 +36,19 @@ static struct {
 	double t0;
 } pending;
 
+/* The calls of one class before its verdict (xs_race_end). */
+static unsigned race_calls(void)
+{
+	return 2 + 2 * (unsigned)xs_cfg.handoff;
+}
+
+int xsite_race_calls(void)
+{
+	if (!xs_ready)
+		return -1;
+	return xs_cfg.coll && !xs_mt && xs_cfg.handoff > 0 ? (int)race_calls() : 0;
+}
+
 int xs_race_alloc(struct xs_comm *c)
 {
 	int i;
@@ -114,7 +127,7 @@ void xs_race_end(int rc)
 	pending.c = NULL;
 	if (pending.timed)
 		r->t[pending.which] += rc == MPI_SUCCESS ? PMPI_Wtime() - pending.t0 : 1e30;
-	if (++r->calls < 2 + 2 * (unsigned)xs_cfg.handoff)
+	if (++r->calls < race_calls())
 		return;
 	t[0] = r->t[0];
 	t[1] = r->t[1];

@@ -29,6 +29,14 @@ struct xsite_stats {
  * MPI_Finalize. */
 int xsite_get_stats(struct xsite_stats *s);
 
+/* How many calls of one collective with one class of message size (bytes
+ * rounded up to a power of two) libxsite makes on a communicator before it
+ * keeps its own algorithm or the MPI library's for that class: 2 + 2 x
+ * XSITE_HANDOFF; 0 when it does not time the two (XSITE_HANDOFF=0,
+ * XSITE_COLL=off, MPI_THREAD_MULTIPLE).  Returns -1 outside MPI_Init ..
+ * MPI_Finalize. */
+int xsite_race_calls(void);
+
 /* "0.1.0" */
 const char *xsite_version(void);
 
