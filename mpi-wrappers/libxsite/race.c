@@ -10,10 +10,16 @@
  * alternate between the two: the library's (untimed), libxsite's
  * (untimed), then XSITE_HANDOFF timed calls of each in turn.  Then one
  * allreduce on the communicator's private copy takes, for each algorithm,
- * the slowest rank's total time, and the faster algorithm keeps that class
- * for good.  Every rank makes the same calls in the same order with the
- * same sizes (decide() in wrappers.c requires it), so every rank is at the
- * same call of the same class and reaches the same verdict.
+ * the slowest rank's total time, and the faster algorithm keeps that class.
+ * A verdict is not for good: the link's load, and with it which algorithm
+ * is faster, changes while a job runs.  After XS_REOPEN_FIRST more calls of
+ * the class the two race again, then after four times as many, and so on
+ * (at most XS_REOPEN_MAX): the losing algorithm runs in XSITE_HANDOFF + 1
+ * of those calls, under 5 % of them at first and ever fewer later.  Every
+ * rank makes the same calls in the same order with the same sizes
+ * (decide() in wrappers.c requires it), so every rank is at the same call
+ * of the same class, races again at the same call and reaches the same
+ * verdict.
  * docs/model.md (The MPI layer) gives the reasoning and the figures.
  */
 #include <stdio.h>
@@ -22,10 +28,17 @@
 #include "internal.h"
 
 struct xs_race {
-	unsigned calls; /* calls of this class so far */
-	int winner;     /* -1 undecided, 0 the MPI library, 1 libxsite */
+	unsigned calls; /* calls of this class in the race under way */
+	int winner;     /* -1 racing, 0 the MPI library, 1 libxsite */
 	double t[2];    /* timed seconds: [0] the library's, [1] libxsite's */
+	unsigned long kept;  /* calls since the verdict */
+	unsigned long again; /* calls after the verdict until the next race */
 };
+
+/* The calls after a class's first verdict until it races again; each later
+ * verdict holds four times as long, up to XS_REOPEN_MAX. */
+#define XS_REOPEN_FIRST 64UL
+#define XS_REOPEN_MAX (1UL << 20)
 
 /* the call under way (collectives do not nest: wrappers.c's xs_depth) */
 static struct {
@@ -62,6 +75,8 @@ int xs_race_alloc(struct xs_comm *c)
 		c->race[i].calls = 0;
 		c->race[i].winner = -1;
 		c->race[i].t[0] = c->race[i].t[1] = 0;
+		c->race[i].kept = 0;
+		c->race[i].again = XS_REOPEN_FIRST;
 	}
 	return MPI_SUCCESS;
 }
@@ -95,6 +110,14 @@ void xs_race_pick(struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes,
 		return;
 	cls = xs_size_class(bytes);
 	r = &c->race[coll * XS_SIZE_CLASSES + cls];
+	if (r->winner >= 0 && ++r->kept > r->again) {
+		/* race again (every rank at this same call) */
+		r->winner = -1;
+		r->calls = 0;
+		r->t[0] = r->t[1] = 0;
+		r->kept = 0;
+		r->again = r->again * 4 < XS_REOPEN_MAX ? r->again * 4 : XS_REOPEN_MAX;
+	}
 	if (r->winner >= 0) {
 		if (!r->winner)
 			*why = "the MPI library's measured faster (hand-off)";

@@ -31,7 +31,9 @@
  *   -a   the hand-off is on (XSITE_HANDOFF > 0): a case that may be
  *        site-aware may also have run the MPI library's collective; one that
  *        must fall back still must.  In every mode all the ranks of a
- *        communicator must have taken the same path in each case.
+ *        communicator must have taken the same path in each case.  Adds a
+ *        case of 200 calls of one allreduce, past the call at which
+ *        libxsite races the two algorithms again.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -623,6 +625,39 @@ static int wanted(const char *coll)
 	return !only || !strcmp(only, coll);
 }
 
+/* -a: one class of one collective called many times on MPI_COMM_WORLD, so
+ * that libxsite races the two algorithms again after its first verdict
+ * (race.c): every result right, every rank on one path in every call */
+static void t_repeat(long calls)
+{
+	char desc[96], diag[160] = "";
+	int fail = 0, path = -1;
+	long k;
+
+	if (!wanted("allreduce"))
+		return;
+	for (k = 0; k < calls && !fail; k++) {
+		int in = wrank * 1000 + (int)k, out = -1, ref = -2;
+		struct xsite_stats a, b;
+
+		snap(&a);
+		MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		snap(&b);
+		path = path_of(&a, &b);
+		PMPI_Allreduce(&in, &ref, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+		if (out != ref) {
+			fail = 1;
+			snprintf(diag, sizeof(diag), "call %ld: %d, the MPI library's %d", k + 1, out, ref);
+		} else if (get_stats && paths_differ(MPI_COMM_WORLD, path)) {
+			fail = 1;
+			snprintf(diag, sizeof(diag), "call %ld: the ranks of the communicator took different paths",
+				 k + 1);
+		}
+	}
+	snprintf(desc, sizeof(desc), "allreduce SUM int 1 world, %ld calls", calls);
+	report(desc, 1, 1, path, fail, diag);
+}
+
 static int expect_siteaware(const struct shape *s, size_t bytes, int commutative)
 {
 	return !coll_off && s->two_sites && !s->inter && bytes > 0 && commutative;
@@ -1177,6 +1212,8 @@ int main(int argc, char **argv)
 	}
 	t_allreduce("world", "SUM", "double", 0, 0);
 	t_allreduce("world", "SUM", "int", 0, 0);
+	if (any_path)
+		t_repeat(200);
 	/* ... in place */
 	for (j = 0; j < 2; j++) {
 		const char *sh = j ? "parity" : "world";
