@@ -109,7 +109,7 @@ xsrun_init() {
 	[[ $stderr == *'xsite:coll:allreduce (n=8, 2 sites): hierarchical (node level), 4 streams, 1 crossing [MPI_COMM_WORLD]'* ]]
 }
 
-@test "the hand-off across the link: right results, one path for all ranks, each verdict logged once" {
+@test "the hand-off across the link: right results, one path for all ranks, each verdict logged, one class raced again" {
 	xsrun_init '# coll_check:' env XSITE_HANDOFF=1 XSITE_VERBOSE=1 "$W/coll_check" -r -a -q \
 		-c allreduce -t 50
 	assert_success
@@ -117,8 +117,10 @@ xsrun_init() {
 	printf '%s\n' "$stderr" | grep 'measured' | head -n 6 | tap_note
 	run -0 grep -cE '^xsite:coll:allreduce \(n=8, 2 sites, up to [0-9]+ (B|KiB|MiB)\): (libxsite|the MPI library)'"'"'s, measured [0-9]+ us a call against [0-9]+ us' <<<"$stderr"
 	((output >= 3))
-	run -0 bash -c 'grep "measured.*\[MPI_COMM_WORLD\]" | sed -E "s/, measured [0-9]+ us a call against [0-9]+ us//" | sort | uniq -d' <<<"$stderr"
-	assert_output ''
+	# each class once, but the one coll_check -a calls 200 times (an
+	# allreduce of one int), which races again 64 calls after its verdict
+	run -0 bash -c 'grep "measured.*\[MPI_COMM_WORLD\]" | sed -E "s/: (libxsite|the MPI library).s, measured.*//" | sort | uniq -c | awk "\$1 >= 2"' <<<"$stderr"
+	assert_output --regexp '^ *[23] xsite:coll:allreduce \(n=8, 2 sites, up to 4 B\)$'
 }
 
 @test "traffic_check: exact counts across the link, and one JSON record for the step" {
