@@ -355,7 +355,7 @@ function M.expected_error(run, pattern, latency)
 end
 
 --- An expected error (`expected_error`) for people: "about ±8 % (the
--- fidelity run of 2026-11-26 04:40 UTC: 2 tree cases at 5ms one way)".
+-- fidelity run of 2026-11-26 04:40 UTC: 2 tree cases at 5 ms one way)".
 function M.error_text(ex)
   return string.format("about \194\177%.0f %% (the fidelity run of %s: %d %scase%s at %s one way%s)",
     ex.error * 100, os.date("!%Y-%m-%d %H:%M UTC", ex.time), ex.cases, ex.pattern and ex.pattern .. " " or "",
