@@ -328,8 +328,8 @@ end
 -- @param run the fidelity run
 -- @param pattern the job's communication pattern (model.app)
 -- @param latency the link's one-way latency in seconds
--- @return { error (a fraction), pattern (nil: every pattern), job_pattern,
---   latency (the run's), cases, time }, or nil when the run has no case
+-- @return { error (a fraction), pattern (nil: every pattern), latency (the
+--   run's), cases, time }, or nil when the run has no case
 function M.expected_error(run, pattern, latency)
   if not run or #run.cases == 0 then return nil end
   local function distance(l) return math.abs(log(l / latency)) end
@@ -350,17 +350,18 @@ function M.expected_error(run, pattern, latency)
   table.sort(errs)
   local k = #errs
   local median = k % 2 == 1 and errs[(k + 1) / 2] or (errs[k / 2] + errs[k / 2 + 1]) / 2
-  return { error = median, pattern = same and pattern or nil, job_pattern = pattern, latency = best, cases = k,
-    time = run.time }
+  return { error = median, pattern = same and pattern or nil, latency = best, cases = k, time = run.time }
 end
 
 --- An expected error (`expected_error`) for people: "about ±8 % (the
 -- fidelity run of 2026-11-26 04:40 UTC: 2 tree cases at 5 ms one way)".
-function M.error_text(ex)
+-- @param ex the expected error
+-- @param pattern the job's pattern, named when the run had no case of it
+function M.error_text(ex, pattern)
   return string.format("about \194\177%.0f %% (the fidelity run of %s: %d %scase%s at %s one way%s)",
     ex.error * 100, os.date("!%Y-%m-%d %H:%M UTC", ex.time), ex.cases, ex.pattern and ex.pattern .. " " or "",
     ex.cases == 1 and "" or "s", units.format_time(ex.latency),
-    ex.pattern and "" or ", none of pattern " .. tostring(ex.job_pattern))
+    ex.pattern and "" or ", none of pattern " .. tostring(pattern))
 end
 
 --- The node count where spanning stops paying: the n (even, 2 ≤ n ≤ nmax)

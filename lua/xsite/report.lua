@@ -570,7 +570,8 @@ function M.text(rec, acct, max_slowdown, ex)
     add("  profile:    %s", P(present(rec.profile) and rec.profile.label or "?"))
     add("  predicted:  t_one %s, t_span %s, slowdown %.2fx; %s across the link", seconds(p.t_one),
       seconds(p.t_span), p.slowdown, si(p.crossing_bytes, "B"))
-    add("              expected error %s", ex and P(model.error_text(ex), 300) or "unknown (no fidelity run)")
+    add("              expected error %s", ex and P(model.error_text(ex, rec.profile.pattern), 300) or
+      "unknown (no fidelity run)")
   else
     add("  predicted:  nothing (no profile)")
   end
@@ -623,8 +624,7 @@ end
 function M.json(rec, acct, max_slowdown, ex)
   local a = M.assess(rec, acct)
   return json.encode({ record = rec, decision = acct and acct.record or json.null,
-    expected_error = ex and { error = ex.error, pattern = ex.pattern, latency = ex.latency, cases = ex.cases,
-      time = ex.time } or json.null,
+    expected_error = ex or json.null,
     state = acct and acct.state or json.null, assessment = a,
     overlaps = acct and acct.overlaps and json.array(acct.overlaps) or json.null,
     verdict = M.verdict(rec, a, max_slowdown) })

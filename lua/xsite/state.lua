@@ -56,6 +56,17 @@ local VERSION_KEY = { "Version", "version", function(text)
   return v, err
 end }
 
+-- The Time of a "Version=N Time=EPOCH" line, its version checked: the
+-- values of its two keys (either may be nil).
+-- @return the time, or nil and a message
+local function version_time(version, time)
+  local v, verr = config.check_value(VERSION_KEY, version)
+  if v == nil then return nil, verr end
+  local t = tonumber(time and time:match("^%d+$"))
+  if not t then return nil, "Time: missing or not an epoch" end
+  return t
+end
+
 local LINK_KEYS = {
   version = VERSION_KEY,
   state = { "State", "state", check.enum({ "up", "degraded", "down" }) },
@@ -217,10 +228,9 @@ function M.parse_load(text, filename)
       e[key] = pair[2]
     end
     if kind == "version" then
-      local v, verr = config.check_value(VERSION_KEY, e.version)
-      if v == nil then return nil, verr end
-      ld.time = tonumber(e.time and e.time:match("^%d+$"))
-      if not ld.time then return nil, "Time: missing or not an epoch" end
+      local terr
+      ld.time, terr = version_time(e.version, e.time)
+      if not ld.time then return nil, terr end
     elseif kind == "license" then
       if ld.license then return nil, "License: a second License line" end
       local total, used = tonumber(e.total and e.total:match("^%d+$")), tonumber(e.used and e.used:match("^%d+$"))
@@ -295,11 +305,13 @@ function M.parse_fidelity(text, filename)
     local kind = kv[1][1]:lower()
     if kind == "version" then
       if run.time then return nil, "Version: a second Version line" end
-      local v, verr = config.check_value(VERSION_KEY, kv[1][2])
-      if v == nil then return nil, verr end
-      local t = kv[2] and kv[2][1]:lower() == "time" and #kv == 2 and kv[2][2]:match("^%d+$")
-      if not t then return nil, "Version=1 Time=EPOCH: Time missing or not an epoch" end
-      run.time = tonumber(t)
+      for i = 2, #kv do
+        if kv[i][1]:lower() ~= "time" then return nil, kv[i][1] .. ": unknown key on a Version line" end
+        if i > 2 then return nil, kv[i][1] .. ": given twice" end
+      end
+      local terr
+      run.time, terr = version_time(kv[1][2], kv[2] and kv[2][2])
+      if not run.time then return nil, terr end
       return true
     end
     if kind ~= "case" then return nil, kv[1][1] .. ": a line starts with Version= or Case=" end

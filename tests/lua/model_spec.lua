@@ -300,11 +300,14 @@ describe("xsite.model.expected_error", function()
   it("takes every pattern's cases at that latency when the run has none of the job's, and says so", function()
     local ex = assert(model.expected_error(run, "halo3d", 0.006))
     assert.is_nil(ex.pattern)
-    assert.are.equal("halo3d", ex.job_pattern)
+    local keys = {}
+    for k in pairs(ex) do keys[#keys + 1] = k end
+    table.sort(keys)
+    assert.are.same({ "cases", "error", "latency", "time" }, keys)
     assert.are.equal(4, ex.cases)
     near((0.10 + 0.20) / 2, ex.error, "median of 5, 10, 20 and 25 %")
     assert.matches("^about \194\17715 %% %(the fidelity run of 2026%-11%-18 %d%d:%d%d UTC: 4 cases at 5 ms one way, "
-      .. "none of pattern halo3d%)$", model.error_text(ex))
+      .. "none of pattern halo3d%)$", model.error_text(ex, "halo3d"))
   end)
 
   it("is nil without a run or without cases", function()
@@ -315,6 +318,6 @@ describe("xsite.model.expected_error", function()
   it("says the pattern and the count of the cases it rests on", function()
     local ex = assert(model.expected_error(run, "halo1d", 0.0001))
     assert.matches("^about \194\1779 %% %(the fidelity run of [^:]+:%d%d UTC: 1 halo1d case at 100 us one way%)$",
-      model.error_text(ex))
+      model.error_text(ex, "halo1d"))
   end)
 end)

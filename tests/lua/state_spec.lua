@@ -155,7 +155,9 @@ describe("xsite.state fidelity files", function()
   it("names file, line and key of every flaw, and refuses a later version", function()
     local bad = {
       { "Case=a Pattern=tree Latency=5ms Predicted=1 Measured=1\n", "f: Version=1 Time=EPOCH: missing" },
-      { "Version=1\n", "f:1: Version=1 Time=EPOCH: Time missing or not an epoch" },
+      { "Version=1\n", "f:1: Time: missing or not an epoch" },
+      { "Version=1 Time=5 Colour=red\n", "f:1: Colour: unknown key on a Version line" },
+      { "Version=1 Time=5 Time=6\n", "f:1: Time: given twice" },
       { "Version=2 Time=5\n", "f:1: Version: 2, this xsite reads version 1" },
       { "Version=1 Time=5\nCase=a Pattern=tree Latency=5ms Predicted=1\n", "f:2: Measured: missing" },
       { "Version=1 Time=5\nCase=a Pattern=ring Latency=5ms Predicted=1 Measured=1\n",

@@ -63,13 +63,12 @@ function M.run(opts, _, io_, global)
       link_wait = d.link_wait, site_wait = d.site_wait,
       prediction = p and { nodes = p.n, split = { p.nA, p.nB }, t_one = p.t_one, t_span = p.t_span,
         slowdown = p.slowdown, link_share = p.link_share, pattern = p.pattern } or nil,
-      expected_error = ex and { error = ex.error, pattern = ex.pattern, latency = ex.latency, cases = ex.cases,
-        time = ex.time } or nil,
+      expected_error = ex,
     }))
   else
     out(io_, "%s\n", policy.describe(d))
     if p then
-      out(io_, "  expected error: %s\n", ex and model.error_text(ex) or
+      out(io_, "  expected error: %s\n", ex and model.error_text(ex, p.pattern) or
         (cfg.policy.fidelity_file and "unknown (no fidelity run in " .. cfg.policy.fidelity_file .. ")" or
           "unknown (no FidelityFile)"))
     end
