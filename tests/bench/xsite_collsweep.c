@@ -8,17 +8,27 @@
  *   coll=allreduce bytes=8 iters=20 us=1234.5
  * bytes: the data of one rank (allgather, allgatherv, reduce_scatter: the
  * whole result or vector; alltoall: one rank's send buffer; barrier: 0);
- * us: the slowest rank's mean time per call.  Rooted collectives and scans,
- * whose first ranks may return at once: each call between two barriers (the
+ * us: the time per call.  The collectives whose every rank waits for
+ * every other (allreduce, barrier, allgather(v), alltoall,
+ * reduce_scatter): the calls back to back after one barrier, the slowest
+ * rank's mean, so that ranks leaving a barrier at different times (up to
+ * a link latency apart) cannot make a call look shorter than the link
+ * allows (one L when both sites enter together).  The rooted ones and
+ * scans, whose first ranks may return at once (a root that sends, a site
+ * that does not wait for the other): each call on its own, every rank
+ * starting it at one instant T on one clock, the slowest rank's own time
+ * (from its start to its end), the mean of the calls.  One clock: the ranks
+ * of the testbed share one kernel's CLOCK_MONOTONIC (the same boot_id), and
+ * rank 0 sets T far enough ahead (three times two barriers, and 500 us)
+ * for every rank to know it in time; the line then says start=T and
+ * late=US, the largest of the ranks' mean starts after T (ranks that share
+ * cores wake one after another: a rank that waits for a late one counts
+ * the wait).  Ranks without one clock: each call between two barriers (the
  * MPI library's own, PMPI_Barrier, also with libxsite), less the time of
- * two barriers alone, so that the ranks leaving the first barrier up to a
- * link latency apart do not count, nor the closing barrier: what is left
- * is from the last rank's start to the last rank's end.  The others,
- * whose every rank waits for every other: the calls back to back after one
- * barrier, so that ranks leaving a barrier at different times (up to a link
- * latency apart) cannot make a call look shorter than the link allows (one
- * L when both sites enter together).  Large messages run fewer iterations
- * (from 16 MiB one).  Untimed calls come first: one, and with libxsite
+ * two barriers alone, and the line says start=barriers: an estimate that
+ * can come out below the link's latency, as ranks leave a barrier up to a
+ * latency apart.  Large messages run fewer iterations (from 16 MiB one).
+ * Untimed calls come first: one, and with libxsite
  * loaded, the calls in which it times its own algorithm and the MPI
  * library's for this size and keeps the faster (xsite_race_calls(), found
  * with dlsym as the program runs with and without libxsite), so that what
@@ -27,10 +37,13 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, ALLGATHERV,
@@ -38,12 +51,52 @@ enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, A
 static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather",
 				    "alltoall", "reduce_scatter", "allgatherv", "scan" };
 
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* whether every rank runs on the same kernel (one CLOCK_MONOTONIC) */
+static int one_clock(void)
+{
+	char id[64] = "", first[64];
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	int same, all;
+
+	if (f) {
+		if (!fgets(id, sizeof(id), f))
+			id[0] = 0;
+		fclose(f);
+	}
+	memcpy(first, id, sizeof(id));
+	PMPI_Bcast(first, sizeof(first), MPI_CHAR, 0, MPI_COMM_WORLD);
+	same = id[0] && !strcmp(id, first);
+	PMPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+	return all;
+}
+
+/* sleep until t on CLOCK_MONOTONIC */
+static void sleep_until(double t)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 int main(int argc, char **argv)
 {
 	long sizes[32] = { 8, 512, 32768, 262144, 1048576, 4194304 }, max = 0;
 	int nsizes = 6, iters = 10, warm = 1, opt, rank, size, c, s, i, r, want[NCOLL], *cnt, *dsp;
 	char *a, *b, *tok;
-	int (*race_calls)(void);
+	int (*race_calls)(void), clock1;
 
 	for (c = 0; c < NCOLL; c++)
 		want[c] = c <= ALLGATHER; /* tests/bench/coll's five */
@@ -68,6 +121,9 @@ int main(int argc, char **argv)
 	*(void **)&race_calls = dlsym(RTLD_DEFAULT, "xsite_race_calls");
 	if (race_calls && race_calls() > 0)
 		warm += race_calls();
+	/* wake at T as close to it as the kernel can */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+	clock1 = one_clock();
 	for (s = 0; s < nsizes; s++)
 		max = sizes[s] > max ? sizes[s] : max;
 	a = calloc(1, max + 64);
@@ -83,13 +139,13 @@ int main(int argc, char **argv)
 			long bytes = sizes[s], n = bytes / 8 ? bytes / 8 : 1, blk = n / size ? n / size : 1;
 			int it = bytes >= 16777216 ? 1 : bytes >= 1048576 ? 2 + iters / 5 :
 				 bytes >= 65536 ? 2 + iters / 2 : iters;
-			double t = 0, t0 = 0, tmax, tb = 0;
+			double t = 0, t0 = 0, tmax, tb = 0, T = 0, late = 0, lmax = 0, e, emax;
 			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
 				   c == REDUCE_SCATTER || c == ALLGATHERV;
 
 			if (c == BARRIER && s > 0)
 				break;
-			if (!sync) /* two barriers alone, as the calls below have them */
+			if (!sync) /* two barriers alone: the calls below (T's margin) */
 				for (i = 0; i < 3; i++) {
 					PMPI_Barrier(MPI_COMM_WORLD);
 					t0 = MPI_Wtime();
@@ -99,7 +155,15 @@ int main(int argc, char **argv)
 			for (i = 0; i < warm + it; i++) {
 				if (!sync || i <= warm)
 					PMPI_Barrier(MPI_COMM_WORLD);
-				if (!sync || i == warm)
+				if (!sync && clock1) {
+					/* T: far enough ahead for every rank to know it in time */
+					T = now() + 3 * tb + 500e-6;
+					PMPI_Bcast(&T, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+					sleep_until(T);
+					t0 = now();
+					if (i >= warm)
+						late += (t0 - T) / it;
+				} else if (!sync || i == warm)
 					t0 = MPI_Wtime();
 				switch (c) {
 				case ALLREDUCE:
@@ -140,6 +204,14 @@ int main(int argc, char **argv)
 				default: /* the loop runs over the collectives above */
 					MPI_Abort(MPI_COMM_WORLD, 2);
 				}
+				if (!sync && clock1) {
+					/* the slowest rank's own time */
+					e = now() - t0;
+					PMPI_Allreduce(&e, &emax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+					if (i >= warm)
+						t += emax;
+					continue;
+				}
 				if (!sync)
 					PMPI_Barrier(MPI_COMM_WORLD);
 				if (!sync && i >= warm)
@@ -147,15 +219,21 @@ int main(int argc, char **argv)
 			}
 			if (sync)
 				t = MPI_Wtime() - t0;
-			t = t / it - tb;
+			t = t / it - (sync || clock1 ? 0 : tb);
 			t = (t > 0 ? t : 0) * 1e6;
 			/* the library's own: no call of this program's own */
 			PMPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+			PMPI_Reduce(&late, &lmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 			if (rank == 0) {
-				printf("coll=%s bytes=%ld iters=%d us=%.1f\n", names[c],
+				printf("coll=%s bytes=%ld iters=%d us=%.1f", names[c],
 				       c == BARRIER ? 0 : c == ALLGATHER || c == ALLGATHERV ||
 				       c == REDUCE_SCATTER || c == ALLTOALL ? blk * size * 8 : n * 8,
 				       it, tmax);
+				if (!sync)
+					printf(clock1 ? " start=T late=%.1f\n" : " start=barriers\n",
+					       lmax * 1e6);
+				else
+					printf("\n");
 				fflush(stdout);
 			}
 		}
