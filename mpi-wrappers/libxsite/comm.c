@@ -79,7 +79,7 @@ static void comm_free(struct xs_comm *c)
 	free(c->members[1]);
 	free(c->streams[0]);
 	free(c->streams[1]);
-	free(c->race);
+	xs_race_free(c);
 	free(c);
 }
 

@@ -95,6 +95,10 @@ struct xs_comm {
 	int node_level;     /* my site's local phases go through the node level */
 	uint64_t logged[XS_NCOLL]; /* decisions already logged (XSITE_VERBOSE) */
 	struct xs_race *race; /* [XS_NCOLL][XS_SIZE_CLASSES] (race.c), or NULL */
+	/* race.c's one clock: this rank's offset (s) to rank 0's clock, a bound
+	 * of its error, when it was measured (this rank's clock), whether it was */
+	double clock_off, clock_err, clock_at;
+	int clock_set;
 	struct xs_comm *prev, *next; /* the live list (comm.c) */
 };
 
@@ -115,6 +119,7 @@ uint64_t xs_hash(const char *s);
 #define XS_SIZE_CLASSES 48 /* bytes up to 2^0 ... 2^47 */
 struct xs_race;
 int xs_race_alloc(struct xs_comm *c);   /* at set-up: c->race (XSITE_HANDOFF > 0) */
+void xs_race_free(struct xs_comm *c);
 int xs_size_class(uint64_t bytes);      /* bytes rounded up to 2^k: k */
 /* for a call that libxsite can run: *why set when the library's runs it
  * (left as it is for libxsite's); xs_race_start() and xs_race_end() then go
