@@ -43,7 +43,7 @@ static const struct tunable {
 	  "for tests: every N consecutive ranks of a site form a node (0: MPI_COMM_TYPE_SHARED)" },
 	{ "XSITE_MATRIX_MAX", INT, "1024", 0, 1 << 16,
 	  "largest job (ranks) whose rank x rank traffic matrix goes into the record" },
-	{ "XSITE_HANDOFF", INT, "2", 0, 1000,
+	{ "XSITE_HANDOFF", INT, "2", 0, XS_HANDOFF_MAX,
 	  "timed calls of each, libxsite's and the MPI library's, before the faster keeps a collective and size (0: libxsite's)" },
 	{ "XSITE_TRAFFIC_FILE", PATH, "", 0, 0,
 	  "JSON traffic record written by rank 0 at MPI_Finalize (%j job id, %s step id)" },

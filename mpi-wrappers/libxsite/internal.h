@@ -33,10 +33,11 @@ struct xs_config {
 	int node_level;      /* XSITE_NODE_LEVEL */
 	int node_size;       /* XSITE_NODE_SIZE */
 	int matrix_max;      /* XSITE_MATRIX_MAX */
-	int handoff;         /* XSITE_HANDOFF */
+	int handoff;         /* XSITE_HANDOFF (at most XS_HANDOFF_MAX) */
 	const char *traffic; /* XSITE_TRAFFIC_FILE (NULL: none) */
 };
 extern struct xs_config xs_cfg;
+#define XS_HANDOFF_MAX 1000
 
 void xs_config_load(int world_rank);
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -75,6 +75,11 @@ static size_t span_len(void)
 	return 4 * (size_t)xs_cfg.handoff + 1;
 }
 
+/* a race's span when malloc gave none (collectives neither nest nor run in
+ * several threads at once here: wrappers.c's xs_depth, and no race under
+ * MPI_THREAD_MULTIPLE) */
+static double no_span[4 * XS_HANDOFF_MAX + 1];
+
 /* ---- one clock ----------------------------------------------------------- */
 
 /* The round trips of each pair of ranks whose offset is measured, and the
@@ -336,15 +341,17 @@ void xs_race_end(int rc)
 		for (k = 0; k + 1 < n; k++)
 			v[k] += c->clock_off;
 		v[n - 1] = now() - c->clock_at > XS_CLOCK_AGE;
-	} else if ((v = malloc(sizeof(double) * n))) {
-		/* no memory for the span: this rank's calls end never (the
-		 * same allreduce as every other rank's) */
+	} else {
+		/* there was no memory for the span: this rank's calls end
+		 * never, in the same allreduce as every other rank's */
+		v = no_span;
 		for (k = 0; k < n; k++)
 			v[k] = k % 2 && k + 1 < n ? 1e30 : 0;
 	}
-	if (!v || PMPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, c->priv) !=
-		  MPI_SUCCESS) {
-		free(v);
+	if (PMPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, c->priv) !=
+	    MPI_SUCCESS) {
+		if (v != no_span)
+			free(v);
 		r->winner = 0; /* the same on every rank only if it failed on all */
 		return;
 	}
@@ -354,7 +361,8 @@ void xs_race_end(int rc)
 	r->winner = t[1] <= t[0];
 	if (v[n - 1] > 0)
 		xs_clock_sync(c); /* for the next race: some rank's offsets are old */
-	free(v);
+	if (v != no_span)
+		free(v);
 	if (xs_cfg.verbose && c->rank == 0) {
 		char label[MPI_MAX_OBJECT_NAME + 16], size[48] = "", top[32];
 
