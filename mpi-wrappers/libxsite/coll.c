@@ -225,9 +225,7 @@ static int work_end(struct work *w, int rc)
  * to prove that the tests can fail */
 static int faulty(enum xs_coll_id coll)
 {
-	const char *f = getenv("XSITE_FAULT");
-
-	return f && !strcmp(f, xs_coll_name[coll]);
+	return xs_fault(xs_coll_name[coll]);
 }
 
 static void fault(enum xs_coll_id coll, int holder, void *p, size_t bytes)

@@ -164,3 +164,12 @@ void xs_log(const char *fmt, ...)
 	fwrite(line, 1, (size_t)n, stderr);
 	fflush(stderr);
 }
+
+#ifdef XSITE_FAULT_INJECTION
+int xs_fault(const char *name)
+{
+	const char *f = getenv("XSITE_FAULT");
+
+	return f && !strcmp(f, name);
+}
+#endif

@@ -40,6 +40,10 @@ extern struct xs_config xs_cfg;
 #define XS_HANDOFF_MAX 1000
 
 void xs_config_load(int world_rank);
+#ifdef XSITE_FAULT_INJECTION
+/* test builds only (libxsite-fault.so): whether XSITE_FAULT names this fault */
+int xs_fault(const char *name);
+#endif
 void xs_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- global state (wrappers.c) ---------------------------------------- */

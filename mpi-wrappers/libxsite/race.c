@@ -31,7 +31,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "internal.h"
@@ -94,17 +93,7 @@ static double no_span[4 * XS_HANDOFF_MAX + 1];
 static double now(void)
 {
 #ifdef XSITE_FAULT_INJECTION
-	static int ahead = -1;
-
-	if (ahead < 0) {
-		const char *f = getenv("XSITE_FAULT");
-		int rank = 0, size = 1;
-
-		PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-		PMPI_Comm_size(MPI_COMM_WORLD, &size);
-		ahead = f && !strcmp(f, "clock") && rank == size - 1;
-	}
-	return PMPI_Wtime() + (ahead ? 1000.0 : 0.0);
+	return PMPI_Wtime() + (xs_fault("clock") && xs_wrank == xs_wsize - 1 ? 1000.0 : 0.0);
 #else
 	return PMPI_Wtime();
 #endif
@@ -160,11 +149,10 @@ static int clock_pair(struct xs_comm *c, int p, int q, double *off, double *err)
  * ", one kernel's clock says X s" */
 static void clock_truth(struct xs_comm *c, char *buf, size_t n)
 {
-	const char *f = getenv("XSITE_FAULT");
 	struct timespec ts;
 	double base, base0;
 
-	if (!f || strcmp(f, "clock") != 0)
+	if (!xs_fault("clock"))
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	base = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 - now();

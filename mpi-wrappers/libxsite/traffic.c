@@ -76,9 +76,7 @@ void xs_note_decision(int siteaware)
 	 * world's last rank count every decision as the other path, as if it
 	 * had taken another algorithm than its communicator's other ranks, to
 	 * prove that coll_check's same-path check can fail */
-	const char *f = getenv("XSITE_FAULT");
-
-	if (f && !strcmp(f, "paths") && xs_wrank == xs_wsize - 1)
+	if (xs_fault("paths") && xs_wrank == xs_wsize - 1)
 		siteaware = !siteaware;
 #endif
 	add(siteaware ? &n_siteaware : &n_fallback, 1);
