@@ -35,20 +35,12 @@ const char *const xs_coll_name[XS_NCOLL] = {
 	"reduce_scatter", "allgatherv", "scan", "exscan",
 };
 
-/* tags on the private communicator, one per kind of message */
-enum { TAG_CROSS = 1, TAG_TO_STREAM, TAG_FROM_STREAM };
 
 #define CHECK(x) do { rc = (x); if (rc != MPI_SUCCESS) goto out; } while (0)
 
 /* ---- helpers ------------------------------------------------------------ */
 
-struct tinfo {
-	MPI_Aint lb, ext, tlb, text;
-	int size;
-	int contig; /* a predefined type whose elements tile memory: memcpy */
-};
-
-static void tinfo(MPI_Datatype t, struct tinfo *ti)
+void xs_tinfo(MPI_Datatype t, struct xs_tinfo *ti)
 {
 	int ni, na, nd, comb;
 
@@ -61,7 +53,7 @@ static void tinfo(MPI_Datatype t, struct tinfo *ti)
 }
 
 /* a buffer for count elements of t (true extent), shifted by the true lb */
-static void *tmp_typed(int count, const struct tinfo *ti, void **base)
+void *xs_tmp_typed(int count, const struct xs_tinfo *ti, void **base)
 {
 	size_t n = count > 0 ? (size_t)ti->text + (size_t)(count - 1) * (size_t)ti->ext : 1;
 
@@ -69,8 +61,8 @@ static void *tmp_typed(int count, const struct tinfo *ti, void **base)
 	return *base ? (char *)*base - ti->tlb : NULL;
 }
 
-static int copy_typed(void *dst, const void *src, int count, MPI_Datatype t,
-		      const struct tinfo *ti)
+int xs_copy_typed(void *dst, const void *src, int count, MPI_Datatype t,
+		  const struct xs_tinfo *ti)
 {
 	if (!count || dst == src)
 		return MPI_SUCCESS;
@@ -136,10 +128,10 @@ struct img {
 static int img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
 		  int force_copy, struct img *im)
 {
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	int pos = 0, rc;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	im->bytes = (size_t)count * (size_t)ti.size;
 	im->base = NULL;
 	if (ti.contig && !force_copy) {
@@ -161,9 +153,9 @@ static int img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
 
 static int img_out(void *buf, int count, MPI_Datatype t, struct img *im)
 {
-	struct tinfo ti;
+	struct xs_tinfo ti;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	im->bytes = (size_t)count * (size_t)ti.size;
 	im->base = NULL;
 	if (ti.contig) {
@@ -410,8 +402,8 @@ static int local_bcast(const struct xs_comm *c, void *buf, int count,
 }
 
 /* P0 op P1 (site 0's partial first) into mine, the same on both sides */
-static int combine(const struct xs_comm *c, int mysite, void *mine, void *theirs,
-		   int count, MPI_Datatype t, MPI_Op op, const struct tinfo *ti)
+int xs_combine(int mysite, void *mine, void *theirs, int count, MPI_Datatype t,
+	       MPI_Op op, const struct xs_tinfo *ti)
 {
 	int rc;
 
@@ -419,8 +411,7 @@ static int combine(const struct xs_comm *c, int mysite, void *mine, void *theirs
 		return PMPI_Reduce_local(theirs, mine, count, t, op);
 	rc = PMPI_Reduce_local(mine, theirs, count, t, op);
 	if (rc == MPI_SUCCESS)
-		rc = copy_typed(mine, theirs, count, t, ti);
-	(void)c;
+		rc = xs_copy_typed(mine, theirs, count, t, ti);
 	return rc;
 }
 
@@ -487,7 +478,7 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 			      int k)
 {
 	struct sub L = sub_local(c);
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	MPI_Request *req = NULL;
 	void *b1 = NULL, *b2 = NULL;
 	char *mine, *theirs;
@@ -496,14 +487,14 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 	int rs = all ? c->me : c->site_of[root], sender = !all && c->me != rs;
 	int peer, per_step = all ? 2 : 1;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	m = pipeline_steps(count, ti.size, k);
 	j = my_stream(c, k);
 	peer = j >= 0 ? stream(c, 1 - c->me, k, j) : MPI_PROC_NULL;
 	for (total = 0, q = 0; j >= 0 && q < m; q++)
 		total += seg_len(seg_len(count, m, q), k, j);
-	mine = tmp_typed(total, &ti, &b1);
-	theirs = tmp_typed(sender ? 0 : total, &ti, &b2);
+	mine = xs_tmp_typed(total, &ti, &b1);
+	theirs = xs_tmp_typed(sender ? 0 : total, &ti, &b2);
 	req = malloc(sizeof(MPI_Request) * (size_t)(2 * m));
 	cnt = calloc((size_t)L.size, sizeof(int));
 	dsp = calloc((size_t)L.size, sizeof(int));
@@ -534,12 +525,12 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 			CHECK(PMPI_Waitall(per_step, &req[done], MPI_STATUSES_IGNORE));
 			done += per_step;
 			if (!sender)
-				CHECK(combine(c, rs, mq, theirs + (MPI_Aint)off * ti.ext, p, t,
+				CHECK(xs_combine(rs, mq, theirs + (MPI_Aint)off * ti.ext, p, t,
 					      op, &ti));
 		}
 		if (all) {
 			if (j >= 0)
-				CHECK(copy_typed((char *)rbuf + (MPI_Aint)(lo + dsp[L.rank]) * ti.ext,
+				CHECK(xs_copy_typed((char *)rbuf + (MPI_Aint)(lo + dsp[L.rank]) * ti.ext,
 						 mq, p, t, &ti));
 			CHECK(sub_allgatherv(&L, (char *)rbuf + (MPI_Aint)lo * ti.ext, cnt,
 					     dsp, t));
@@ -567,20 +558,20 @@ int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		 MPI_Datatype t, MPI_Op op, int k)
 {
 	struct sub L = sub_local(c);
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	void *b1 = NULL;
 	int other = 1 - c->me, rc;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	if (k == 1) {
 		CHECK(local_reduce(c, sbuf, rbuf, count, t, op));
 		if (L.rank == 0) {
-			void *theirs = tmp_typed(count, &ti, &b1);
+			void *theirs = xs_tmp_typed(count, &ti, &b1);
 
 			if (!theirs)
 				CHECK(MPI_ERR_NO_MEM);
 			CHECK(exchange(c, rbuf, theirs, count, t, c->members[other][0]));
-			CHECK(combine(c, c->me, rbuf, theirs, count, t, op, &ti));
+			CHECK(xs_combine(c->me, rbuf, theirs, count, t, op, &ti));
 		}
 		CHECK(local_bcast(c, rbuf, count, t));
 	} else {
@@ -600,14 +591,14 @@ int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	      MPI_Datatype t, MPI_Op op, int root, int k)
 {
 	struct sub L = sub_local(c);
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	void *b1 = NULL, *b2 = NULL;
 	int rc, rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	if (k == 1) {
 		/* the root collects in its recvbuf, every other rank in a temp */
-		void *w = amroot ? rbuf : tmp_typed(count, &ti, &b1);
+		void *w = amroot ? rbuf : xs_tmp_typed(count, &ti, &b1);
 
 		if (!w)
 			CHECK(MPI_ERR_NO_MEM);
@@ -619,13 +610,13 @@ int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		if (c->me != rs && L.rank == 0)
 			CHECK(send_to(c, w, count, t, root, TAG_CROSS));
 		if (amroot) {
-			void *theirs = tmp_typed(count, &ti, &b2);
+			void *theirs = xs_tmp_typed(count, &ti, &b2);
 
 			if (!theirs)
 				CHECK(MPI_ERR_NO_MEM);
 			CHECK(PMPI_Recv(theirs, count, t, c->members[other][0], TAG_CROSS,
 					c->priv, MPI_STATUS_IGNORE));
-			CHECK(combine(c, rs, rbuf, theirs, count, t, op, &ti));
+			CHECK(xs_combine(rs, rbuf, theirs, count, t, op, &ti));
 		}
 	} else {
 		CHECK(streamed_reduction(c, amroot && sbuf == MPI_IN_PLACE ? rbuf : sbuf,
@@ -1225,14 +1216,14 @@ static int swap(const struct xs_comm *c, const void *sbuf, int sn, void *rbuf,
  * after the other in the site's local rank order, into out */
 static int site_blocks(const struct xs_comm *c, int s, const char *all,
 		       const int *cnt, const int *dsp, MPI_Datatype t,
-		       const struct tinfo *ti, char *out)
+		       const struct xs_tinfo *ti, char *out)
 {
 	int l, n = 0, rc = MPI_SUCCESS;
 
 	for (l = 0; l < c->n[s] && rc == MPI_SUCCESS; l++) {
 		int r = c->members[s][l];
 
-		rc = copy_typed(out + (MPI_Aint)n * ti->ext, all + (MPI_Aint)dsp[r] * ti->ext,
+		rc = xs_copy_typed(out + (MPI_Aint)n * ti->ext, all + (MPI_Aint)dsp[r] * ti->ext,
 				cnt[r], t, ti);
 		n += cnt[r];
 	}
@@ -1251,14 +1242,14 @@ int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
 		      const int *rcounts, int block, MPI_Datatype t, MPI_Op op)
 {
 	struct sub L = sub_local(c);
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	void *b[4] = { NULL, NULL, NULL, NULL };
 	char *all, *mine = NULL, *theirs = NULL;
 	int *cnt = NULL, *dsp = NULL, *lcnt = NULL, *ldsp = NULL, me = c->me, other = 1 - me;
 	int rc, r, l, total = 0, nm = 0, no = 0;
 	uint64_t *lb = NULL;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	cnt = malloc(sizeof(int) * (size_t)c->size);
 	dsp = malloc(sizeof(int) * (size_t)c->size);
 	lcnt = calloc((size_t)c->n[me], sizeof(int));
@@ -1279,21 +1270,21 @@ int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
 		no += cnt[c->members[other][l]];
 
 	/* the node leaders collect in the buffer too: every rank has one */
-	all = tmp_typed(total, &ti, &b[0]);
+	all = xs_tmp_typed(total, &ti, &b[0]);
 	if (!all)
 		CHECK(MPI_ERR_NO_MEM);
 	CHECK(local_reduce(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, t, op));
 	if (L.rank == 0) {
-		char *send = tmp_typed(no, &ti, &b[3]);
+		char *send = xs_tmp_typed(no, &ti, &b[3]);
 
-		mine = tmp_typed(nm, &ti, &b[1]);
-		theirs = tmp_typed(nm, &ti, &b[2]);
+		mine = xs_tmp_typed(nm, &ti, &b[1]);
+		theirs = xs_tmp_typed(nm, &ti, &b[2]);
 		if (!mine || !theirs || !send)
 			CHECK(MPI_ERR_NO_MEM);
 		CHECK(site_blocks(c, other, all, cnt, dsp, t, &ti, send));
 		CHECK(site_blocks(c, me, all, cnt, dsp, t, &ti, mine));
 		CHECK(swap(c, send, no, theirs, nm, t));
-		CHECK(combine(c, me, mine, theirs, nm, t, op, &ti));
+		CHECK(xs_combine(me, mine, theirs, nm, t, op, &ti));
 	}
 	lb = counts_bytes(lcnt, L.size, t);
 	if (lb)
@@ -1318,7 +1309,7 @@ out:
 
 /* count elements of t from packed bytes p into dst */
 static int unpack_block(const char *p, int count, MPI_Datatype t,
-			const struct tinfo *ti, void *dst, MPI_Comm comm)
+			const struct xs_tinfo *ti, void *dst, MPI_Comm comm)
 {
 	int pos = 0;
 
@@ -1343,12 +1334,12 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 	struct sub L = sub_local(c);
 	struct work w = { .nr = 0 }; /* nothing owned yet */
 	struct img *own = &w.im[0];
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	int *cnt[2] = { NULL, NULL }, *dsp[2] = { NULL, NULL }, bytes[2] = { 0, 0 };
 	int rc, r, s, l, me = c->me, other = 1 - me;
 	uint64_t *lb = NULL;
 
-	tinfo(rtype, &ti);
+	xs_tinfo(rtype, &ti);
 	if (sbuf == MPI_IN_PLACE)
 		CHECK(img_in((const char *)rbuf + (MPI_Aint)displs[c->rank] * ti.ext,
 			     rcounts[c->rank], rtype, c->comm, 0, own));
@@ -1419,19 +1410,19 @@ int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	    MPI_Datatype t, MPI_Op op, int exclusive)
 {
 	struct sub L = sub_local(c);
-	struct tinfo ti;
+	struct xs_tinfo ti;
 	void *b[2] = { NULL, NULL };
 	char *keep = NULL, *pre;
 	int rc = MPI_SUCCESS, n0 = c->n[0];
 	int last0 = c->rank == n0 - 1, first1 = c->rank == n0;
 
-	tinfo(t, &ti);
+	xs_tinfo(t, &ti);
 	if (exclusive && last0) {
 		/* its input, which an in-place Exscan overwrites */
-		keep = tmp_typed(count, &ti, &b[0]);
+		keep = xs_tmp_typed(count, &ti, &b[0]);
 		if (!keep)
 			CHECK(MPI_ERR_NO_MEM);
-		CHECK(copy_typed(keep, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, t, &ti));
+		CHECK(xs_copy_typed(keep, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, t, &ti));
 	}
 	xs_model_scan(L.w, L.size, L.rank, nbytes(count, t));
 	if (exclusive)
@@ -1447,14 +1438,14 @@ int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		}
 		goto out;
 	}
-	pre = tmp_typed(count, &ti, &b[1]);
+	pre = xs_tmp_typed(count, &ti, &b[1]);
 	if (!pre)
 		CHECK(MPI_ERR_NO_MEM);
 	if (first1)
 		CHECK(PMPI_Recv(pre, count, t, n0 - 1, TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
 	CHECK(local_bcast(c, pre, count, t));
 	if (exclusive && first1)
-		CHECK(copy_typed(rbuf, pre, count, t, &ti));
+		CHECK(xs_copy_typed(rbuf, pre, count, t, &ti));
 	else
 		CHECK(PMPI_Reduce_local(pre, rbuf, count, t, op));
 	FAULT(c, exclusive ? XS_EXSCAN : XS_SCAN, c->rank == c->size - 1,

@@ -52,6 +52,31 @@ static void free_sub(MPI_Comm *c)
 	*c = MPI_COMM_NULL;
 }
 
+/* what c holds, freed */
+static void release(struct xs_comm *c)
+{
+	free_sub(&c->priv);
+	free_sub(&c->local);
+	free_sub(&c->node);
+	free_sub(&c->nodeleaders);
+	free_sub(&c->nb_local);
+	free(c->wrank);
+	free(c->local_w);
+	free(c->node_w);
+	free(c->nl_w);
+	free(c->site_of);
+	free(c->lrank);
+	free(c->members[0]);
+	free(c->members[1]);
+	free(c->streams[0]);
+	free(c->streams[1]);
+	xs_race_free(c);
+	free(c);
+}
+
+/* The program freed the communicator (or MPI_Finalize runs): c leaves the
+ * live list, and is released now, or when its last nonblocking collective
+ * ends (nbc.c), which MPI lets run on after MPI_Comm_free. */
 static void comm_free(struct xs_comm *c)
 {
 	if (xs_mt)
@@ -65,22 +90,17 @@ static void comm_free(struct xs_comm *c)
 		c->next->prev = c->prev;
 	if (xs_mt)
 		pthread_mutex_unlock(&lock);
-	free_sub(&c->priv);
-	free_sub(&c->local);
-	free_sub(&c->node);
-	free_sub(&c->nodeleaders);
-	free(c->wrank);
-	free(c->local_w);
-	free(c->node_w);
-	free(c->nl_w);
-	free(c->site_of);
-	free(c->lrank);
-	free(c->members[0]);
-	free(c->members[1]);
-	free(c->streams[0]);
-	free(c->streams[1]);
-	xs_race_free(c);
-	free(c);
+	if (c->nb_pending && !finalizing) {
+		c->nb_dead = 1;
+		return;
+	}
+	release(c);
+}
+
+void xs_comm_unused(struct xs_comm *c)
+{
+	if (c->nb_dead && !c->nb_pending)
+		release(c);
 }
 
 static int delete_fn(MPI_Comm comm, int kv, void *attr, void *extra)
@@ -171,7 +191,7 @@ static struct xs_comm *comm_create(MPI_Comm comm)
 	if (!c)
 		return NULL;
 	c->comm = comm;
-	c->priv = c->local = c->node = c->nodeleaders = MPI_COMM_NULL;
+	c->priv = c->local = c->node = c->nodeleaders = c->nb_local = MPI_COMM_NULL;
 	c->state = XS_UNSET;
 	PMPI_Comm_test_inter(comm, &c->inter);
 	PMPI_Comm_rank(comm, &c->rank);

@@ -5,6 +5,8 @@
  *   comm.c      per-communicator state: rank maps, the site exchange, the
  *               cached sub-communicators (attribute with a delete callback)
  *   coll.c      the site-aware collectives
+ *   race.c      the hand-off to the MPI library's collectives, one clock
+ *   nbc.c       the site-aware nonblocking collectives
  *   traffic.c   accounting of what crosses the link, the JSON record
  *   wrappers.c  the MPI_ entry points (PMPI profiling interface)
  */
@@ -104,6 +106,13 @@ struct xs_comm {
 	 * of its error, when it was measured (this rank's clock), whether it was */
 	double clock_off, clock_err, clock_at;
 	int clock_set;
+	/* nbc.c: the copy of `local` for the nonblocking collectives' local
+	 * steps (MPI_COMM_NULL until the first), the schedule running on it,
+	 * the schedules not yet ended; the program freed the communicator
+	 * while some ran (released at the last one's end) */
+	MPI_Comm nb_local;
+	struct xs_nbc *nb_run;
+	int nb_pending, nb_dead;
 	struct xs_comm *prev, *next; /* the live list (comm.c) */
 };
 
@@ -112,6 +121,7 @@ void xs_comm_finalize(void);
 struct xs_comm *xs_comm_get(MPI_Comm comm);   /* NULL only on failure */
 int xs_comm_setup(struct xs_comm *c);          /* collective on c->comm */
 void xs_comm_label(struct xs_comm *c, char *buf, size_t n);
+void xs_comm_unused(struct xs_comm *c);       /* released if freed and idle */
 #define XS_EX_UNSET 1    /* some rank has no XSITE_SITE */
 #define XS_EX_TOOMANY 2  /* more than max_sites sites */
 #define XS_EX_MISMATCH 4 /* different names behind one hash */
@@ -133,10 +143,32 @@ void xs_race_pick(struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes,
 		  const char **why);
 void xs_race_start(void);
 void xs_race_end(int rc);
+/* the class's verdict without a call counted: 0 the MPI library's, 1
+ * libxsite's, -1 none yet */
+int xs_race_winner(const struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes);
 
 /* ---- coll.c ----------------------------------------------------------- */
 
 extern const char *const xs_coll_name[XS_NCOLL];
+
+/* tags on the private communicator, one per kind of message */
+enum { TAG_CROSS = 1, TAG_TO_STREAM, TAG_FROM_STREAM, TAG_CLOCK = 100, TAG_NBC = 200 };
+
+/* a datatype's layout; contig: a predefined type whose elements tile
+ * memory (memcpy) */
+struct xs_tinfo {
+	MPI_Aint lb, ext, tlb, text;
+	int size;
+	int contig;
+};
+void xs_tinfo(MPI_Datatype t, struct xs_tinfo *ti);
+/* a buffer for count elements of t (true extent), shifted by the true lb */
+void *xs_tmp_typed(int count, const struct xs_tinfo *ti, void **base);
+int xs_copy_typed(void *dst, const void *src, int count, MPI_Datatype t,
+		  const struct xs_tinfo *ti);
+/* P0 op P1 (site 0's partial first) into mine, the same bits on both sides */
+int xs_combine(int mysite, void *mine, void *theirs, int count, MPI_Datatype t,
+	       MPI_Op op, const struct xs_tinfo *ti);
 
 /* The site-aware algorithms.  The caller has checked everything (two
  * sites, supported arguments); k = 1 (two leaders) or c->kmax streams. */
@@ -171,6 +203,17 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	    MPI_Datatype t, MPI_Op op, int exclusive);
 int xs_sites_in_order(const struct xs_comm *c);
+
+/* ---- nbc.c: Iallreduce and Ibcast, k = 1 --------------------------------- */
+
+/* NULL when they can be site-aware (the MPI library's progress engine takes
+ * libxsite's callback; registered at the first call), else why not */
+const char *xs_nbc_why(void);
+void xs_nbc_finalize(void);
+int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+		  MPI_Datatype t, MPI_Op op, MPI_Request *req);
+int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
+	      MPI_Request *req);
 
 /* ---- traffic.c -------------------------------------------------------- */
 

@@ -86,7 +86,6 @@ static double no_span[4 * XS_HANDOFF_MAX + 1];
  * verdict (clocks drift apart). */
 #define XS_CLOCK_PINGS 4
 #define XS_CLOCK_AGE 60.0
-#define TAG_CLOCK 100
 
 /* this rank's clock; libxsite-fault.so with XSITE_FAULT=clock sets the
  * world's last rank 1000 s ahead, to prove the offsets are measured */
@@ -295,6 +294,11 @@ void xs_race_pick(struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes,
 	}
 	if (!pending.which)
 		*why = "timing the MPI library's (hand-off)";
+}
+
+int xs_race_winner(const struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes)
+{
+	return c->race ? c->race[coll * XS_SIZE_CLASSES + xs_size_class(bytes)].winner : -1;
 }
 
 void xs_race_start(void)

@@ -185,6 +185,7 @@ int MPI_Finalize(void)
 {
 	if (xs_ready && !xs_depth) {
 		xs_depth++;
+		xs_nbc_finalize();
 		xs_traffic_finalize();
 		xs_comm_finalize();
 		xs_ready = 0;
@@ -349,7 +350,7 @@ static void log_decision(struct xs_comm *c, enum xs_coll_id coll, const char *wh
  */
 static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t size,
 		  const char *why_call, const char *(*why_shape)(const struct xs_comm *),
-		  struct xs_comm **cp)
+		  int nb, struct xs_comm **cp)
 {
 	struct xs_comm *c = xs_comm_get(comm);
 	const char *why = NULL;
@@ -376,15 +377,23 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t 
 		else if (why_shape)
 			why = why_shape(c);
 	}
-	if (!why)
+	if (!why && nb) {
+		/* a nonblocking call is not timed (the program's own work runs
+		 * while it does); the blocking form's verdict holds for it */
+		why = xs_nbc_why();
+		if (!why && xs_race_winner(c, coll, size) == 0)
+			why = "the MPI library's measured faster (hand-off)";
+	} else if (!why) {
 		xs_race_pick(c, coll, size, &why);
+	}
 	if (why) {
 		log_decision(c, coll, why, 0);
 		xs_note_decision(0);
 		return 0;
 	}
-	/* bytes 0: an algorithm through the two leaders only */
-	k = bytes > 0 && bytes >= (uint64_t)xs_cfg.large_msg ? c->kmax : 1;
+	/* bytes 0: an algorithm through the two leaders only (nonblocking:
+	 * always) */
+	k = !nb && bytes > 0 && bytes >= (uint64_t)xs_cfg.large_msg ? c->kmax : 1;
 	log_decision(c, coll, NULL, k);
 	xs_note_decision(1);
 	return k;
@@ -465,10 +474,22 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 static int route(MPI_Comm comm, enum xs_coll_id coll, uint64_t total,
 		 uint64_t unit, int root, const char *why, struct xs_comm **cp)
 {
-	int k = decide(comm, coll, total, total, why, NULL, cp);
+	int k = decide(comm, coll, total, total, why, NULL, 0, cp);
 
 	if (!k && MODELLED(*cp))
 		model(*cp, coll, unit, root);
+	return k;
+}
+
+/* route() for a nonblocking form: libxsite's through the two leaders, or
+ * the MPI library's counted with the model */
+static int route_nb(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, int root,
+		    const char *why, struct xs_comm **cp)
+{
+	int k = decide(comm, coll, bytes, bytes, why, NULL, 1, cp);
+
+	if (!k && MODELLED(*cp))
+		model(*cp, coll, bytes, root);
 	return k;
 }
 
@@ -677,7 +698,7 @@ static int modelled(int k, struct xs_comm *const *cp, enum xs_coll_id coll,
 		   modelled(decide(comm, XS_REDUCE_SCATTER, 0,                \
 				   blocks_bytes(comm, cnt, block, t),         \
 				   reduce_scatter_why(comm, cnt, block, t, op),\
-				   NULL, &c),                                 \
+				   NULL, 0, &c),                              \
 			    &c, XS_REDUCE_SCATTER, cnt, block, t),             \
 		   xs_reduce_scatter(c, sbuf, rbuf, cnt, block, t, op))
 
@@ -700,7 +721,7 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 {
 	COLLECTIVE(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),
 		   modelled(decide(comm, XS_ALLGATHERV, 0, blocks_bytes(comm, rcounts, 0, rtype),
-				   blocks_why(comm, rcounts, 0, rtype), NULL, &c),
+				   blocks_why(comm, rcounts, 0, rtype), NULL, 0, &c),
 			    &c, XS_ALLGATHERV, rcounts, 0, rtype),
 		   xs_allgatherv(c, sbuf, scount, stype, rbuf, rcounts, displs, rtype));
 }
@@ -709,7 +730,7 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 #define SCAN(lib, coll, exclusive)                                            \
 	COLLECTIVE(lib,                                                       \
 		   modelled(decide(comm, coll, 0, nbytes(count, t),           \
-				   scan_why(count, t, op), order_why, &c),    \
+				   scan_why(count, t, op), order_why, 0, &c), \
 			    &c, coll, NULL, count, t),                        \
 		   xs_scan(c, sbuf, rbuf, count, t, op, exclusive))
 
@@ -808,11 +829,31 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 	     });
 }
 
+/* A nonblocking reduction may be site-aware with a predefined op only: the
+ * program may free its own op while the call runs, and libxsite combines
+ * the sites' partial results at the end. */
+static const char *nb_reduce_why(int count, MPI_Datatype t, MPI_Op op)
+{
+	static const MPI_Op predefined[] = {
+		MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND,
+		MPI_LOR, MPI_BOR, MPI_LXOR, MPI_BXOR, MPI_MAXLOC, MPI_MINLOC,
+	};
+	const char *why = reduce_why(count, t, op);
+	size_t i;
+
+	for (i = 0; !why && i < sizeof(predefined) / sizeof(predefined[0]); i++)
+		if (op == predefined[i])
+			return NULL;
+	return why ? why : "user-defined op (nonblocking)";
+}
+
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
 		   MPI_Comm comm, MPI_Request *req)
 {
-	LEFT(PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req), XS_ALLREDUCE,
-	     "nonblocking (MPI_Iallreduce)", model(c, XS_ALLREDUCE, nbytes(count, t), 0));
+	COLLECTIVE(PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req),
+		   route_nb(comm, XS_ALLREDUCE, nbytes(count, t), 0,
+			    nb_reduce_why(count, t, op), &c),
+		   xs_iallreduce(c, sbuf, rbuf, count, t, op, req));
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
@@ -825,8 +866,10 @@ int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op 
 int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 	       MPI_Request *req)
 {
-	LEFT(PMPI_Ibcast(buf, count, t, root, comm, req), XS_BCAST,
-	     "nonblocking (MPI_Ibcast)", model(c, XS_BCAST, nbytes(count, t), root));
+	COLLECTIVE(PMPI_Ibcast(buf, count, t, root, comm, req),
+		   route_nb(comm, XS_BCAST, nbytes(count, t), root,
+			    bytes_why(nbytes(count, t)), &c),
+		   xs_ibcast(c, buf, count, t, root, req));
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)

@@ -26,7 +26,7 @@
  *   -t S abort after S seconds (a hung collective must not hang a test)
  *   -c C only the cases of collective C (allreduce, reduce, bcast, barrier,
  *        allgather, gather, scatter, alltoall, reduce_scatter_block,
- *        reduce_scatter, allgatherv, scan, exscan)
+ *        reduce_scatter, allgatherv, scan, exscan, iallreduce, ibcast)
  *   -m   MPI_Init_thread(MPI_THREAD_MULTIPLE): libxsite must fall back
  *   -a   the hand-off is on (XSITE_HANDOFF > 0): a case that may be
  *        site-aware may also have run the MPI library's collective; one that
@@ -323,6 +323,7 @@ struct opty {
 	const struct ty *t;
 	enum vclass v;
 	int commutative;
+	int user; /* a user-defined op */
 };
 
 static struct opty combos[64];
@@ -338,6 +339,7 @@ static void add_combo(const char *op, MPI_Op mop, const struct ty *t, enum vclas
 	o->t = t;
 	o->v = v;
 	o->commutative = commutative;
+	o->user = mop == OP_USERSUM || mop == OP_MATMUL || mop == OP_VECSUM;
 }
 
 static const struct opty *combo(const char *op, const char *type)
@@ -732,7 +734,8 @@ static void fill_blocks(void *buf, struct dty d, int p, unsigned seed, int from_
 /* ---- one case: the collective through MPI_ and through PMPI_ ------------ */
 
 enum coll { ALLREDUCE, REDUCE, BCAST, ALLGATHER, GATHER, SCATTER, ALLTOALL,
-	    REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHERV, SCAN, EXSCAN };
+	    REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHERV, SCAN, EXSCAN,
+	    IALLREDUCE, IBCAST };
 
 static const struct coll_info {
 	const char *name;
@@ -757,7 +760,45 @@ static const struct coll_info {
 	[ALLGATHERV] = { "allgatherv", 0, 0, 0, 0, 0, 29 },
 	[SCAN] = { "scan", 0, 0, 0, 0, 0, 37 },
 	[EXSCAN] = { "exscan", 0, 0, 0, 0, 0, 41 },
+	/* the nonblocking forms, against the blocking ones of the MPI library */
+	[IALLREDUCE] = { "iallreduce", 0, 0, 0, 0, 0, 43 },
+	[IBCAST] = { "ibcast", 1, 0, 1, 0, 0, 47 },
 };
+
+/*
+ * Complete a nonblocking collective's request, one of four ways: cases of
+ * even number by MPI_Wait (even ranks) or a loop of MPI_Test (odd ranks);
+ * cases of odd number with the MPI library's own Ibarrier on the same
+ * communicator started after it, by MPI_Waitall (even ranks) or a loop of
+ * MPI_Testany (odd ranks) over the two.
+ */
+static void nb_complete(MPI_Request *req, MPI_Comm comm, int rank)
+{
+	MPI_Request two[2];
+	int flag = 0, idx, done = 0;
+
+	if (ntest % 2 == 0) {
+		if (rank % 2 == 0)
+			MPI_Wait(req, MPI_STATUS_IGNORE);
+		else
+			while (!flag)
+				MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+		return;
+	}
+	two[0] = *req;
+	PMPI_Ibarrier(comm, &two[1]);
+	if (rank % 2 == 0) {
+		/* the analyzer's MPI checker knows neither the caller's request nor
+		 * PMPI_Ibarrier */
+		MPI_Waitall(2, two, MPI_STATUSES_IGNORE); /* NOLINT(clang-analyzer-optin.mpi.MPI-Checker) */
+		return;
+	}
+	while (done < 2) {
+		MPI_Testany(2, two, &idx, &flag, MPI_STATUS_IGNORE);
+		if (flag && idx != MPI_UNDEFINED)
+			done++;
+	}
+}
 
 /* a case as this rank sees it */
 struct ccase {
@@ -838,6 +879,26 @@ static void call(const struct ccase *c, int ref, void *out)
 	case EXSCAN:
 		(ref ? PMPI_Exscan : MPI_Exscan)(in, out, rn, rt, op, comm);
 		break;
+	case IALLREDUCE:
+		if (ref) {
+			PMPI_Allreduce(in, out, rn, rt, op, comm);
+		} else {
+			MPI_Request r;
+
+			MPI_Iallreduce(in, out, rn, rt, op, comm, &r);
+			nb_complete(&r, comm, c->s->rank);
+		}
+		break;
+	case IBCAST:
+		if (ref) {
+			PMPI_Bcast(out, rn, rt, root, comm);
+		} else {
+			MPI_Request r;
+
+			MPI_Ibcast(out, rn, rt, root, comm, &r);
+			nb_complete(&r, comm, c->s->rank);
+		}
+		break;
 	}
 }
 
@@ -911,6 +972,7 @@ static void t_coll(enum coll coll, const char *sh, const char *op, const char *t
 	struct ccase c;
 	char desc[200], rootstr[32] = "";
 	size_t bytes;
+	int bcast = coll == BCAST || coll == IBCAST, expect;
 
 	if (!wanted(k->name))
 		return;
@@ -931,29 +993,27 @@ static void t_coll(enum coll coll, const char *sh, const char *op, const char *t
 		/* sent as this rank's type, received as the next rank's; in one
 		 * buffer both ways (bcast, alltoall in place) as this rank's */
 		c.sd = dty_for(type, s->rank, count);
-		c.rd = coll == BCAST || (coll == ALLTOALL && inplace) ?
+		c.rd = bcast || (coll == ALLTOALL && inplace) ?
 			c.sd : dty_for(type, s->rank + 1, count);
 		c.v = V_DATA;
 		c.seed = k->seed;
 		bytes = (size_t)count * item_size(type);
 	}
-	c.nsend = coll == BCAST ? 0 : k->for_each ? s->size : 1;
+	c.nsend = bcast ? 0 : k->for_each ? s->size : 1;
 	c.nrecv = k->from_each ? s->size : 1;
 	/* bcast: the root's buffer holds the input */
-	c.ip = coll == BCAST ? s->rank == c.root : inplace && (!k->rooted || s->rank == c.root);
+	c.ip = bcast ? s->rank == c.root : inplace && (!k->rooted || s->rank == c.root);
 	c.check = k->to_root ? s->rank == c.root : !(coll == SCATTER && c.ip);
 
 	if (k->rooted)
 		snprintf(rootstr, sizeof(rootstr), " root=%d", c.root);
 	snprintf(desc, sizeof(desc), "%s%s%s %s %ld %s%s%s", k->name, op ? " " : "",
 		 op ? op : "", type, count, sh, rootstr, inplace ? " in-place" : "");
-	run_case(&c, desc, expect_siteaware(s, bytes, c.o ? c.o->commutative : 1));
-}
-
-static void t_allreduce(const char *sh, const char *op, const char *type, long count,
-			int inplace)
-{
-	t_coll(ALLREDUCE, sh, op, type, count, 0, inplace);
+	expect = expect_siteaware(s, bytes, c.o ? c.o->commutative : 1);
+	/* nonblocking: site-aware with the predefined ops only */
+	if (coll == IALLREDUCE && c.o->user)
+		expect = 0;
+	run_case(&c, desc, expect);
 }
 
 static void t_reduce(const char *sh, const char *op, const char *type, long count,
@@ -1128,6 +1188,253 @@ static void t_inter(enum coll coll, long n)
 	run_case(&c, desc, 0);
 }
 
+/* ---- the cases of a collective and its nonblocking form ----------------- */
+
+/* the communicators besides MPI_COMM_WORLD on which the cases run */
+static const char *const two[] = { "parity", "three", "one-site", "dup", "reversed" };
+/* a small count */
+static const long small = 37;
+
+/* Allreduce or Iallreduce: every op x type, 1 and a small count, and at
+ * 64 KiB (streams) */
+static void t_allreduces(enum coll coll)
+{
+	int i, j;
+
+	for (i = 0; i < ncombos; i++) {
+		const struct opty *o = &combos[i];
+
+		t_coll(coll, "world", o->op, o->t->name, 1, 0, 0);
+		t_coll(coll, "world", o->op, o->t->name, small, 0, 0);
+		t_coll(coll, "world", o->op, o->t->name, count_for(64 * KiB, o->t), 0, 0);
+	}
+	/* ... every size on every shape for a few */
+	for (j = 0; j < 5; j++) {
+		long n[] = { 0, 1, small, 64 * KiB / 8, MiB / 8 };
+		int k, nn = quick ? 4 : 5;
+
+		for (k = 0; k < nn; k++) {
+			t_coll(coll, two[j], "SUM", "double", n[k], 0, 0);
+			t_coll(coll, two[j], "BXOR", "int", n[k] * 2, 0, 0);
+		}
+		t_coll(coll, two[j], "MAX", "float", small, 0, 0);
+		t_coll(coll, two[j], "MAXLOC", "double_int", 64 * KiB / 16, 0, 0);
+		t_coll(coll, two[j], "matmul", "mat2x2", small, 0, 0);
+	}
+	t_coll(coll, "world", "SUM", "double", 0, 0, 0);
+	t_coll(coll, "world", "SUM", "int", 0, 0, 0);
+	if (any_path && coll == ALLREDUCE)
+		t_repeat(200);
+	/* ... in place */
+	for (j = 0; j < 2; j++) {
+		const char *sh = j ? "parity" : "world";
+		long n[] = { 1, small, 64 * KiB, MiB };
+		int k, nn = quick ? 3 : 4;
+
+		for (k = 0; k < nn; k++) {
+			t_coll(coll, sh, "SUM", "double", n[k] / 8 ? n[k] / 8 : 1, 0, 1);
+			t_coll(coll, sh, "MIN", "int", n[k] / 4 ? n[k] / 4 : 1, 0, 1);
+			t_coll(coll, sh, "vecsum", "vector", n[k] / 8 ? n[k] / 8 : 1, 0, 1);
+			t_coll(coll, sh, "MAXLOC", "double_int", n[k] / 12 ? n[k] / 12 : 1, 0, 1);
+		}
+	}
+	if (!quick) {
+		t_coll(coll, "world", "SUM", "double", 4 * MiB / 8, 0, 0);
+		t_coll(coll, "reversed", "SUM", "int", 4 * MiB / 4, 0, 0);
+		t_coll(coll, "world", "SUM", "double", 4 * MiB / 8, 0, 1);
+	}
+}
+
+/* Bcast or Ibcast: types, roots at each site, sizes, shapes */
+static void t_bcasts(enum coll coll)
+{
+	const char *types[] = { "int", "double", "unsigned_char", "vector",
+				"double_int", "mixed" };
+	int roots[] = { 0, -1, wsize / 2 + 1 }, r, k, j;
+
+	for (k = 0; k < 6; k++)
+		for (r = 0; r < 3; r++) {
+			size_t is = item_size(types[k]);
+
+			t_data(coll, "world", types[k], 1, roots[r], 0);
+			t_data(coll, "world", types[k], small, roots[r], 0);
+			t_data(coll, "world", types[k], (long)(64 * KiB / is), roots[r], 0);
+		}
+	for (r = 0; r < 2; r++) {
+		t_data(coll, "world", "int", 0, roots[r], 0);
+		if (!quick) {
+			t_data(coll, "world", "int", MiB / 4, roots[r], 0);
+			t_data(coll, "world", "vector", MiB / 8, roots[r], 0);
+		}
+	}
+	for (j = 0; j < 5; j++)
+		for (r = 0; r < 2; r++) {
+			t_data(coll, two[j], "int", small, roots[r], 0);
+			t_data(coll, two[j], "vector", 64 * KiB / 8, roots[r], 0);
+			if (!quick)
+				t_data(coll, two[j], "mixed", MiB / 16, roots[r], 0);
+		}
+	if (!quick)
+		t_data(coll, "world", "double", 4 * MiB / 8, -1, 0);
+}
+
+/* ---- nonblocking collectives in flight together -------------------------- */
+
+/* compare n ints with the reference; the first difference into diag */
+static int differ(const int *got, const int *want, long n, const char *what, char *diag,
+		  size_t len)
+{
+	long i;
+
+	for (i = 0; i < n; i++)
+		if (got[i] != want[i]) {
+			snprintf(diag, len, "%s: element %ld is %d, the MPI library's %d", what, i,
+				 got[i], want[i]);
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Three nonblocking collectives in flight at once on a copy of
+ * MPI_COMM_WORLD (a small Iallreduce, an Ibcast of a derived type from the
+ * last rank, a 1 MiB Iallreduce), a blocking Allreduce on the same
+ * communicator while they run, the communicator and the derived type freed
+ * before the requests complete (MPI lets them run on), and the requests
+ * completed in the reverse order.
+ */
+static void t_nb_together(void)
+{
+	const long n1 = 37, n3 = MiB / 4;
+	int *in1, *out1, *ref1, *buf2, *ref2, *in3, *out3, *ref3, x, y = -1, yref = -2;
+	MPI_Request r[3];
+	MPI_Datatype pairs;
+	MPI_Comm dup;
+	struct xsite_stats a, b;
+	char diag[256] = "";
+	int fail = 0, path, last = wsize - 1, expect = expect_siteaware(shape("world"), 1, 1);
+	long i;
+
+	if (!wanted("iallreduce"))
+		return;
+	in1 = xmalloc(sizeof(int) * n1);
+	out1 = xmalloc(sizeof(int) * n1);
+	ref1 = xmalloc(sizeof(int) * n1);
+	buf2 = xmalloc(sizeof(int) * 2 * n1);
+	ref2 = xmalloc(sizeof(int) * 2 * n1);
+	in3 = xmalloc(sizeof(int) * n3);
+	out3 = xmalloc(sizeof(int) * n3);
+	ref3 = xmalloc(sizeof(int) * n3);
+	for (i = 0; i < n1; i++)
+		in1[i] = (int)((long)wrank * 7 + i);
+	for (i = 0; i < 2 * n1; i++)
+		buf2[i] = ref2[i] = wrank == last ? (int)(i * 3 + 1) : -1;
+	for (i = 0; i < n3; i++)
+		in3[i] = (int)((wrank + 1) * (i % 1000));
+	x = wrank + 1;
+	PMPI_Allreduce(in1, ref1, (int)n1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	PMPI_Bcast(ref2, (int)(2 * n1), MPI_INT, last, MPI_COMM_WORLD);
+	PMPI_Allreduce(in3, ref3, (int)n3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	PMPI_Allreduce(&x, &yref, 1, MPI_INT, MPI_PROD, MPI_COMM_WORLD);
+
+	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	MPI_Type_contiguous(2, MPI_INT, &pairs);
+	MPI_Type_commit(&pairs);
+	snap(&a);
+	MPI_Iallreduce(in1, out1, (int)n1, MPI_INT, MPI_SUM, dup, &r[0]);
+	MPI_Ibcast(buf2, (int)n1, pairs, last, dup, &r[1]);
+	MPI_Iallreduce(in3, out3, (int)n3, MPI_INT, MPI_MAX, dup, &r[2]);
+	MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_PROD, dup);
+	MPI_Type_free(&pairs);
+	/* Open MPI 4.1's own nonblocking collectives (libnbc) crash when their
+	 * communicator is freed before they complete: where they run (the
+	 * fallback), it is freed after */
+	if (expect)
+		MPI_Comm_free(&dup);
+	for (i = 2; i >= 0; i--)
+		MPI_Wait(&r[i], MPI_STATUS_IGNORE);
+	if (!expect)
+		MPI_Comm_free(&dup);
+	snap(&b);
+	path = path_of(&a, &b);
+	fail = differ(out1, ref1, n1, "the small Iallreduce", diag, sizeof(diag)) ||
+	       differ(buf2, ref2, 2 * n1, "the Ibcast", diag, sizeof(diag)) ||
+	       differ(out3, ref3, n3, "the 1 MiB Iallreduce", diag, sizeof(diag)) ||
+	       differ(&y, &yref, 1, "the Allreduce between", diag, sizeof(diag));
+	report("iallreduce in flight with an ibcast and another iallreduce, an allreduce "
+	       "between, communicator and type freed, completed in reverse", 1, expect, path,
+	       fail, diag);
+	free(in1);
+	free(out1);
+	free(ref1);
+	free(buf2);
+	free(ref2);
+	free(in3);
+	free(out3);
+	free(ref3);
+}
+
+/*
+ * The schedule moves on in any MPI call that makes progress: every rank
+ * starts an Iallreduce; the ranks of the first site then wait in a blocking
+ * MPI_Recv from a partner at the second site, which sends only after its
+ * Iallreduce has completed.  That needs the first site's leader to move its
+ * schedule on inside MPI_Recv (a hang is this test's failure: -t).
+ */
+static void t_nb_progress(void)
+{
+	const struct shape *s = shape("world");
+	int x = wrank + 1, y = -1, yref = -2, token = 0, fail = 0, path, partner = -1, r;
+	int *sites;
+	struct xsite_stats a, b;
+	MPI_Request req;
+	char diag[256] = "";
+
+	if (!wanted("iallreduce"))
+		return;
+	/* partners: the i-th rank of site 0 and the i-th of the other site */
+	sites = xmalloc(sizeof(int) * (size_t)wsize);
+	PMPI_Allgather(&mysite, 1, MPI_INT, sites, 1, MPI_INT, MPI_COMM_WORLD);
+	{
+		int i0 = 0, i1 = 0, mine = -1;
+
+		for (r = 0; r < wsize; r++) {
+			if (r == wrank)
+				mine = sites[r] == sites[0] ? i0 : i1;
+			if (sites[r] == sites[0])
+				i0++;
+			else
+				i1++;
+		}
+		i0 = i1 = 0;
+		for (r = 0; r < wsize && partner < 0; r++) {
+			int idx = sites[r] == sites[0] ? i0++ : i1++;
+
+			if (idx == mine && (sites[r] == sites[0]) != (sites[wrank] == sites[0]))
+				partner = r;
+		}
+	}
+	PMPI_Allreduce(&x, &yref, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+	snap(&a);
+	MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+	if (partner >= 0 && sites[wrank] == sites[0]) {
+		MPI_Recv(&token, 1, MPI_INT, partner, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		MPI_Wait(&req, MPI_STATUS_IGNORE);
+	} else {
+		MPI_Wait(&req, MPI_STATUS_IGNORE);
+		if (partner >= 0) {
+			token = 1;
+			MPI_Send(&token, 1, MPI_INT, partner, 77, MPI_COMM_WORLD);
+		}
+	}
+	snap(&b);
+	path = path_of(&a, &b);
+	fail = differ(&y, &yref, 1, "the Iallreduce", diag, sizeof(diag));
+	report("iallreduce moves on inside a blocking MPI_Recv", 1,
+	       expect_siteaware(s, 4, 1), path, fail, diag);
+	free(sites);
+}
+
 /* ---- the plan ----------------------------------------------------------- */
 
 static void on_alarm(int sig)
@@ -1141,10 +1448,8 @@ static void on_alarm(int sig)
 
 int main(int argc, char **argv)
 {
-	const char *two[] = { "parity", "three", "one-site", "dup", "reversed" };
 	const char *env;
 	int i, j, opt, timeout = 0, multiple = 0, provided = MPI_THREAD_SINGLE;
-	long small = 37;
 
 	while ((opt = getopt(argc, argv, "rqt:c:ma")) != -1)
 		switch (opt) {
@@ -1189,49 +1494,7 @@ int main(int argc, char **argv)
 	if (get_stats && !only)
 		t_race_calls();
 
-	/* Allreduce: every op x type, 1 and a small count, and at 64 KiB (streams) */
-	for (i = 0; i < ncombos; i++) {
-		const struct opty *o = &combos[i];
-
-		t_allreduce("world", o->op, o->t->name, 1, 0);
-		t_allreduce("world", o->op, o->t->name, small, 0);
-		t_allreduce("world", o->op, o->t->name, count_for(64 * KiB, o->t), 0);
-	}
-	/* ... every size on every shape for a few */
-	for (j = 0; j < 5; j++) {
-		long n[] = { 0, 1, small, 64 * KiB / 8, MiB / 8 };
-		int k, nn = quick ? 4 : 5;
-
-		for (k = 0; k < nn; k++) {
-			t_allreduce(two[j], "SUM", "double", n[k], 0);
-			t_allreduce(two[j], "BXOR", "int", n[k] * 2, 0);
-		}
-		t_allreduce(two[j], "MAX", "float", small, 0);
-		t_allreduce(two[j], "MAXLOC", "double_int", 64 * KiB / 16, 0);
-		t_allreduce(two[j], "matmul", "mat2x2", small, 0);
-	}
-	t_allreduce("world", "SUM", "double", 0, 0);
-	t_allreduce("world", "SUM", "int", 0, 0);
-	if (any_path)
-		t_repeat(200);
-	/* ... in place */
-	for (j = 0; j < 2; j++) {
-		const char *sh = j ? "parity" : "world";
-		long n[] = { 1, small, 64 * KiB, MiB };
-		int k, nn = quick ? 3 : 4;
-
-		for (k = 0; k < nn; k++) {
-			t_allreduce(sh, "SUM", "double", n[k] / 8 ? n[k] / 8 : 1, 1);
-			t_allreduce(sh, "MIN", "int", n[k] / 4 ? n[k] / 4 : 1, 1);
-			t_allreduce(sh, "vecsum", "vector", n[k] / 8 ? n[k] / 8 : 1, 1);
-			t_allreduce(sh, "MAXLOC", "double_int", n[k] / 12 ? n[k] / 12 : 1, 1);
-		}
-	}
-	if (!quick) {
-		t_allreduce("world", "SUM", "double", 4 * MiB / 8, 0);
-		t_allreduce("reversed", "SUM", "int", 4 * MiB / 4, 0);
-		t_allreduce("world", "SUM", "double", 4 * MiB / 8, 1);
-	}
+	t_allreduces(ALLREDUCE);
 
 	/* Reduce: every op x type at a small count to a root at each site */
 	for (i = 0; i < ncombos; i++) {
@@ -1271,37 +1534,13 @@ int main(int argc, char **argv)
 	if (!quick)
 		t_reduce("world", "SUM", "double", 4 * MiB / 8, -1, 0);
 
-	/* Bcast */
-	{
-		const char *types[] = { "int", "double", "unsigned_char", "vector",
-					"double_int", "mixed" };
-		int roots[] = { 0, -1, wsize / 2 + 1 }, r, k;
+	t_bcasts(BCAST);
 
-		for (k = 0; k < 6; k++)
-			for (r = 0; r < 3; r++) {
-				size_t is = item_size(types[k]);
-
-				t_data(BCAST, "world", types[k], 1, roots[r], 0);
-				t_data(BCAST, "world", types[k], small, roots[r], 0);
-				t_data(BCAST, "world", types[k], (long)(64 * KiB / is), roots[r], 0);
-			}
-		for (r = 0; r < 2; r++) {
-			t_data(BCAST, "world", "int", 0, roots[r], 0);
-			if (!quick) {
-				t_data(BCAST, "world", "int", MiB / 4, roots[r], 0);
-				t_data(BCAST, "world", "vector", MiB / 8, roots[r], 0);
-			}
-		}
-		for (j = 0; j < 5; j++)
-			for (r = 0; r < 2; r++) {
-				t_data(BCAST, two[j], "int", small, roots[r], 0);
-				t_data(BCAST, two[j], "vector", 64 * KiB / 8, roots[r], 0);
-				if (!quick)
-					t_data(BCAST, two[j], "mixed", MiB / 16, roots[r], 0);
-			}
-		if (!quick)
-			t_data(BCAST, "world", "double", 4 * MiB / 8, -1, 0);
-	}
+	/* Iallreduce and Ibcast: as the blocking forms, completed four ways */
+	t_allreduces(IALLREDUCE);
+	t_bcasts(IBCAST);
+	t_nb_together();
+	t_nb_progress();
 
 	/* Barrier */
 	t_barrier("world");

@@ -1,0 +1,425 @@
+/*
+ * libxsite: the site-aware nonblocking collectives, MPI_Iallreduce and
+ * MPI_Ibcast.
+ *
+ * Each is a schedule of steps, as in the blocking forms with k = 1 (coll.c):
+ *   Iallreduce: a site-local Ireduce to the site leader; the two leaders
+ *               swap their partial results across the link (one message
+ *               each way) and combine them in one fixed order (site 0 op
+ *               site 1, the same bits on both sides); a site-local Ibcast;
+ *   Ibcast:     the root sends to the other site's leader across the link
+ *               while its own site's Ibcast runs; that leader's site
+ *               Ibcast follows when the message is in.
+ * A step starts when the requests of the one before have completed.  The
+ * program holds a generalized request (MPI_Grequest_start), completed at
+ * the end of the schedule.  The steps advance in the MPI library's progress
+ * engine: a callback registered with Open MPI's opal_progress_register(),
+ * so that every MPI call that makes progress (MPI_Wait and MPI_Test on the
+ * request, a blocking receive, another collective) moves the schedule on,
+ * as the library's own nonblocking collectives are moved.  Without that
+ * hook (another MPI library) the nonblocking forms are the library's own.
+ *
+ * Order.  The MPI standard asks every rank to start the collectives of a
+ * communicator in one order.  The site-local steps run on a copy of the
+ * site-local communicator made for them (c->nb_local), and the schedules of
+ * one communicator run one after the other (c->nb_run): each rank starts
+ * the local steps of the first, then of the second, whatever the link's
+ * timing.  The crossing is point-to-point on the private communicator with
+ * its own tag.
+ *
+ * Lifetimes.  The program may free its communicator, datatype or request
+ * handle while the operation runs: the communicator's state is released when
+ * its last schedule ends (comm.c), a derived datatype is duplicated, and
+ * only predefined ops (which cannot be freed) are taken; a user-defined op
+ * goes to the library's own nonblocking collective.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct xs_nbc {
+	struct xs_comm *c;
+	enum xs_coll_id coll;
+	MPI_Request greq; /* the program's */
+	MPI_Request sub[2];
+	int nsub;
+	int step;   /* the steps done */
+	int rc;
+	int done;   /* greq completed: free_fn may free this */
+	int orphan; /* the program freed greq before the end (erroneous) */
+	const void *sbuf;
+	void *buf; /* Iallreduce: the receive buffer; Ibcast: the buffer */
+	int count, root;
+	MPI_Datatype t;
+	int tdup; /* t is libxsite's duplicate of a derived type */
+	MPI_Op op;
+	void *theirs, *theirs_base; /* the other site's partial (a leader) */
+	struct xs_nbc *next;
+};
+
+/* the schedules not yet ended, in the order they were started */
+static struct xs_nbc *head, *tail;
+static int busy; /* progress() is running (it is re-entered by PMPI_Testall) */
+
+typedef int (*xs_progress_fn)(void);
+static int (*progress_register)(xs_progress_fn);
+static int (*progress_unregister)(xs_progress_fn);
+static int registered, looked_up;
+
+static int progress(void);
+
+/* ---- the hook ------------------------------------------------------------ */
+
+const char *xs_nbc_why(void)
+{
+	if (!looked_up) {
+		looked_up = 1;
+		*(void **)&progress_register = dlsym(RTLD_DEFAULT, "opal_progress_register");
+		*(void **)&progress_unregister = dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+	}
+	if (!progress_register || !progress_unregister)
+		return "no progress hook in the MPI library (opal_progress_register)";
+	if (!registered) {
+		if (progress_register(progress) != 0)
+			return "the MPI library refused a progress callback";
+		registered = 1;
+	}
+	return NULL;
+}
+
+void xs_nbc_finalize(void)
+{
+	if (registered)
+		progress_unregister(progress);
+	registered = 0;
+	/* what the program never completed (erroneous): dropped */
+	head = tail = NULL;
+}
+
+/* ---- the generalized request ---------------------------------------------- */
+
+static int query_fn(void *extra, MPI_Status *status)
+{
+	struct xs_nbc *s = extra;
+
+	PMPI_Status_set_elements(status, MPI_BYTE, 0);
+	PMPI_Status_set_cancelled(status, 0);
+	status->MPI_SOURCE = MPI_ANY_SOURCE;
+	status->MPI_TAG = MPI_ANY_TAG;
+	return s->rc;
+}
+
+static void release(struct xs_nbc *s)
+{
+	free(s->theirs_base);
+	free(s);
+}
+
+static int free_fn(void *extra)
+{
+	struct xs_nbc *s = extra;
+
+	if (s->done)
+		release(s);
+	else
+		s->orphan = 1;
+	return MPI_SUCCESS;
+}
+
+static int cancel_fn(void *extra, int complete)
+{
+	/* a collective cannot be cancelled (MPI 4.1, 6.12): nothing to do */
+	(void)extra, (void)complete;
+	return MPI_SUCCESS;
+}
+
+/* ---- the steps ------------------------------------------------------------ */
+
+/* Start the next step of s: its requests in s->sub.  Returns 1 when one
+ * was started, 0 when s has ended (s->rc says how). */
+static int allreduce_step(struct xs_nbc *s)
+{
+	struct xs_comm *c = s->c;
+	int lrank = c->lrank[c->rank], lsize = c->n[c->me], leader = lrank == 0;
+	int other = c->members[1 - c->me][0], size, rc = MPI_SUCCESS;
+	uint64_t bytes;
+
+	PMPI_Type_size(s->t, &size);
+	bytes = (uint64_t)s->count * (uint64_t)size;
+	switch (s->step++) {
+	case 0: /* to the site leader */
+		xs_model_reduce(c->local_w, lsize, lrank, 0, bytes);
+		if (leader)
+			rc = PMPI_Ireduce(s->sbuf, s->buf, s->count, s->t, s->op, 0,
+					  c->nb_local, &s->sub[0]);
+		else
+			rc = PMPI_Ireduce(s->sbuf == MPI_IN_PLACE ? s->buf : s->sbuf, NULL,
+					  s->count, s->t, s->op, 0, c->nb_local, &s->sub[0]);
+		s->nsub = rc == MPI_SUCCESS;
+		break;
+	case 1: /* the leaders swap across the link */
+		if (leader) {
+			struct xs_tinfo ti;
+
+			xs_tinfo(s->t, &ti);
+			s->theirs = xs_tmp_typed(s->count, &ti, &s->theirs_base);
+			if (!s->theirs) {
+				rc = MPI_ERR_NO_MEM;
+				break;
+			}
+			rc = PMPI_Irecv(s->theirs, s->count, s->t, other, TAG_NBC, c->priv,
+					&s->sub[0]);
+			s->nsub = rc == MPI_SUCCESS;
+			if (rc == MPI_SUCCESS) {
+				xs_count(c->wrank[other], bytes, 1);
+				rc = PMPI_Isend(s->buf, s->count, s->t, other, TAG_NBC, c->priv,
+						&s->sub[1]);
+				s->nsub += rc == MPI_SUCCESS;
+			}
+			break;
+		}
+		/* a rank that is no leader waits for the result */
+		s->step++;
+		/* fall through */
+	case 2: /* from the site leader */
+		if (leader) {
+			struct xs_tinfo ti;
+
+			xs_tinfo(s->t, &ti);
+			rc = xs_combine(c->me, s->buf, s->theirs, s->count, s->t, s->op, &ti);
+			if (rc != MPI_SUCCESS)
+				break;
+		}
+		xs_model_bcast(c->local_w, lsize, lrank, 0, bytes);
+		rc = PMPI_Ibcast(s->buf, s->count, s->t, 0, c->nb_local, &s->sub[0]);
+		s->nsub = rc == MPI_SUCCESS;
+		break;
+	default:
+#ifdef XSITE_FAULT_INJECTION
+		if (xs_fault("iallreduce") && c->rank == c->size - 1 && bytes)
+			((unsigned char *)s->buf)[0] ^= 1; /* a contiguous type in the tests */
+#endif
+		return 0;
+	}
+	s->rc = rc;
+	return rc == MPI_SUCCESS;
+}
+
+static int bcast_step(struct xs_nbc *s)
+{
+	struct xs_comm *c = s->c;
+	int rs = c->site_of[s->root], lrank = c->lrank[c->rank], lsize = c->n[c->me];
+	int leader = lrank == 0, amroot = c->rank == s->root, size, rc = MPI_SUCCESS;
+	int lroot = c->me == rs ? c->lrank[s->root] : 0;
+	uint64_t bytes;
+
+	PMPI_Type_size(s->t, &size);
+	bytes = (uint64_t)s->count * (uint64_t)size;
+	s->nsub = 0;
+	switch (s->step++) {
+	case 0:
+		if (c->me != rs && leader) { /* from the root, across */
+			rc = PMPI_Irecv(s->buf, s->count, s->t, s->root, TAG_NBC, c->priv,
+					&s->sub[0]);
+			s->nsub = rc == MPI_SUCCESS;
+			break;
+		}
+		if (amroot) {
+			int other = c->members[1 - rs][0];
+
+			xs_count(c->wrank[other], bytes, 1);
+			rc = PMPI_Isend(s->buf, s->count, s->t, other, TAG_NBC, c->priv,
+					&s->sub[0]);
+			s->nsub = rc == MPI_SUCCESS;
+		}
+		s->step++; /* the site's broadcast: now */
+		/* fall through */
+	case 1:
+		if (rc != MPI_SUCCESS)
+			break;
+		xs_model_bcast(c->local_w, lsize, lrank, lroot, bytes);
+		rc = PMPI_Ibcast(s->buf, s->count, s->t, lroot, c->nb_local,
+				 &s->sub[s->nsub]);
+		s->nsub += rc == MPI_SUCCESS;
+		break;
+	default:
+#ifdef XSITE_FAULT_INJECTION
+		if (xs_fault("ibcast") && !amroot && c->rank == c->size - 1 && bytes)
+			((unsigned char *)s->buf)[0] ^= 1;
+#endif
+		return 0;
+	}
+	s->rc = rc;
+	return rc == MPI_SUCCESS;
+}
+
+static int step(struct xs_nbc *s)
+{
+	if (s->rc != MPI_SUCCESS)
+		return 0;
+	return s->coll == XS_ALLREDUCE ? allreduce_step(s) : bcast_step(s);
+}
+
+/* ---- the engine ----------------------------------------------------------- */
+
+/* s has ended: the program's request completes; its communicator's next
+ * schedule may start */
+static void end(struct xs_nbc *s)
+{
+	struct xs_comm *c = s->c;
+
+	if (s->nsub) /* after an error: what was started completes first */
+		PMPI_Waitall(s->nsub, s->sub, MPI_STATUSES_IGNORE);
+	s->nsub = 0;
+	if (s->tdup)
+		PMPI_Type_free(&s->t);
+	c->nb_run = NULL;
+	c->nb_pending--;
+	xs_comm_unused(c);
+	if (s->orphan) {
+		release(s);
+		return;
+	}
+	s->done = 1;
+	PMPI_Grequest_complete(s->greq); /* s may be freed from here on */
+}
+
+/* Move s on; returns 1 when it has ended. */
+static int advance(struct xs_nbc *s)
+{
+	int flag = 0;
+
+	if (!s->c->nb_run) {
+		s->c->nb_run = s;
+		if (!step(s))
+			return 1;
+	}
+	if (s->c->nb_run != s)
+		return 0; /* an earlier schedule of its communicator runs */
+	while (s->nsub) {
+		if (PMPI_Testall(s->nsub, s->sub, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+			s->rc = MPI_ERR_IN_STATUS;
+			return 1;
+		}
+		if (!flag)
+			return 0;
+		s->nsub = 0;
+		if (!step(s))
+			return 1;
+	}
+	return 1;
+}
+
+/* The progress callback: every schedule moved on once. */
+static int progress(void)
+{
+	struct xs_nbc *s, *prev = NULL, *next;
+	int ended = 0;
+
+	if (!head || busy)
+		return 0;
+	busy = 1;
+	xs_depth++;
+	for (s = head; s; s = next) {
+		next = s->next;
+		if (!advance(s)) {
+			prev = s;
+			continue;
+		}
+		if (prev)
+			prev->next = next;
+		else
+			head = next;
+		if (tail == s)
+			tail = prev;
+		end(s);
+		ended++;
+	}
+	xs_depth--;
+	busy = 0;
+	return ended;
+}
+
+/* ---- starting one --------------------------------------------------------- */
+
+/* the copy of the site-local communicator for the local steps (collective
+ * on the site's ranks: each of them is at this same call) */
+static int nb_local(struct xs_comm *c)
+{
+	if (c->nb_local != MPI_COMM_NULL)
+		return MPI_SUCCESS;
+	return PMPI_Comm_dup(c->local, &c->nb_local);
+}
+
+static int start(struct xs_nbc *s, MPI_Request *req)
+{
+	int rc, combiner, ni, na, nd;
+
+	rc = nb_local(s->c);
+	if (rc == MPI_SUCCESS) {
+		PMPI_Type_get_envelope(s->t, &ni, &na, &nd, &combiner);
+		if (combiner != MPI_COMBINER_NAMED) {
+			rc = PMPI_Type_dup(s->t, &s->t);
+			s->tdup = rc == MPI_SUCCESS;
+		}
+	}
+	if (rc == MPI_SUCCESS)
+		rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, s, &s->greq);
+	if (rc != MPI_SUCCESS) {
+		if (s->tdup)
+			PMPI_Type_free(&s->t);
+		free(s);
+		return rc;
+	}
+	*req = s->greq;
+	s->c->nb_pending++;
+	if (tail)
+		tail->next = s;
+	else
+		head = s;
+	tail = s;
+	progress(); /* the first step, if its communicator is free */
+	return MPI_SUCCESS;
+}
+
+static struct xs_nbc *alloc(struct xs_comm *c, enum xs_coll_id coll, void *buf,
+			    int count, MPI_Datatype t)
+{
+	struct xs_nbc *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->c = c;
+		s->coll = coll;
+		s->buf = buf;
+		s->count = count;
+		s->t = t;
+		s->rc = MPI_SUCCESS;
+	}
+	return s;
+}
+
+int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
+		  MPI_Datatype t, MPI_Op op, MPI_Request *req)
+{
+	struct xs_nbc *s = alloc(c, XS_ALLREDUCE, rbuf, count, t);
+
+	if (!s)
+		return MPI_ERR_NO_MEM;
+	s->sbuf = sbuf;
+	s->op = op;
+	return start(s, req);
+}
+
+int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
+	      MPI_Request *req)
+{
+	struct xs_nbc *s = alloc(c, XS_BCAST, buf, count, t);
+
+	if (!s)
+		return MPI_ERR_NO_MEM;
+	s->root = root;
+	return start(s, req);
+}
