@@ -260,7 +260,7 @@ static int step(struct xs_nbc *s)
 {
 	if (s->rc != MPI_SUCCESS)
 		return 0;
-	return s->coll == XS_ALLREDUCE ? allreduce_step(s) : bcast_step(s);
+	return s->coll == XS_IALLREDUCE ? allreduce_step(s) : bcast_step(s);
 }
 
 /* ---- the engine ----------------------------------------------------------- */
@@ -404,7 +404,7 @@ static struct xs_nbc *alloc(struct xs_comm *c, enum xs_coll_id coll, void *buf,
 int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		  MPI_Datatype t, MPI_Op op, MPI_Request *req)
 {
-	struct xs_nbc *s = alloc(c, XS_ALLREDUCE, rbuf, count, t);
+	struct xs_nbc *s = alloc(c, XS_IALLREDUCE, rbuf, count, t);
 
 	if (!s)
 		return MPI_ERR_NO_MEM;
@@ -416,7 +416,7 @@ int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	      MPI_Request *req)
 {
-	struct xs_nbc *s = alloc(c, XS_BCAST, buf, count, t);
+	struct xs_nbc *s = alloc(c, XS_IBCAST, buf, count, t);
 
 	if (!s)
 		return MPI_ERR_NO_MEM;

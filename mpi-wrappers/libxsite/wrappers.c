@@ -381,7 +381,8 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t 
 		/* a nonblocking call is not timed (the program's own work runs
 		 * while it does); the blocking form's verdict holds for it */
 		why = xs_nbc_why();
-		if (!why && xs_race_winner(c, coll, size) == 0)
+		if (!why && xs_race_winner(c, coll == XS_IBCAST ? XS_BCAST : XS_ALLREDUCE,
+					   size) == 0)
 			why = "the MPI library's measured faster (hand-off)";
 	} else if (!why) {
 		xs_race_pick(c, coll, size, &why);
@@ -454,9 +455,11 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 	const int *w = c->wrank;
 
 	switch (coll) {
-	case XS_ALLREDUCE: xs_model_allreduce(w, c->size, c->rank, unit); break;
+	case XS_ALLREDUCE:
+	case XS_IALLREDUCE: xs_model_allreduce(w, c->size, c->rank, unit); break;
 	case XS_REDUCE: xs_model_reduce(w, c->size, c->rank, root, unit); break;
-	case XS_BCAST: xs_model_bcast(w, c->size, c->rank, root, unit); break;
+	case XS_BCAST:
+	case XS_IBCAST: xs_model_bcast(w, c->size, c->rank, root, unit); break;
 	case XS_BARRIER: xs_model_barrier(w, c->size, c->rank); break;
 	case XS_ALLGATHER: xs_model_allgather(w, c->size, c->rank, unit); break;
 	case XS_GATHER: xs_model_gather(w, c->size, c->rank, root, unit); break;
@@ -829,9 +832,12 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 	     });
 }
 
-/* A nonblocking reduction may be site-aware with a predefined op only: the
+/* A nonblocking reduction may be site-aware with a predefined op only (the
  * program may free its own op while the call runs, and libxsite combines
- * the sites' partial results at the end. */
+ * the sites' partial results at the end), and below XSITE_LARGE_MSG: it has
+ * no stream form, and one message of the whole vector across, with the
+ * library's own nonblocking reduce and broadcast of it at each site, is
+ * slower than the library's reduce-scatter and allgather (README.md). */
 static const char *nb_reduce_why(int count, MPI_Datatype t, MPI_Op op)
 {
 	static const MPI_Op predefined[] = {
@@ -841,6 +847,8 @@ static const char *nb_reduce_why(int count, MPI_Datatype t, MPI_Op op)
 	const char *why = reduce_why(count, t, op);
 	size_t i;
 
+	if (!why && nbytes(count, t) >= (uint64_t)xs_cfg.large_msg)
+		return "from XSITE_LARGE_MSG (nonblocking: no streams)";
 	for (i = 0; !why && i < sizeof(predefined) / sizeof(predefined[0]); i++)
 		if (op == predefined[i])
 			return NULL;
@@ -851,7 +859,7 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_
 		   MPI_Comm comm, MPI_Request *req)
 {
 	COLLECTIVE(PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req),
-		   route_nb(comm, XS_ALLREDUCE, nbytes(count, t), 0,
+		   route_nb(comm, XS_IALLREDUCE, nbytes(count, t), 0,
 			    nb_reduce_why(count, t, op), &c),
 		   xs_iallreduce(c, sbuf, rbuf, count, t, op, req));
 }
@@ -867,7 +875,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 	       MPI_Request *req)
 {
 	COLLECTIVE(PMPI_Ibcast(buf, count, t, root, comm, req),
-		   route_nb(comm, XS_BCAST, nbytes(count, t), root,
+		   route_nb(comm, XS_IBCAST, nbytes(count, t), root,
 			    bytes_why(nbytes(count, t)), &c),
 		   xs_ibcast(c, buf, count, t, root, req));
 }

@@ -4,6 +4,10 @@
  *
  *   xsite_collsweep [-n ITERS] [-s SIZE,SIZE,...] [-c COLL,COLL,...]
  *
+ * COLL: allreduce, bcast, reduce, barrier, allgather, alltoall,
+ * reduce_scatter, allgatherv, scan, iallreduce, ibcast (the nonblocking
+ * two started and waited for at once), or all; default the first five.
+ *
  * Prints from rank 0, one line per case:
  *   coll=allreduce bytes=8 iters=20 us=1234.5
  * bytes: the data of one rank (allgather, allgatherv, reduce_scatter: the
@@ -47,9 +51,10 @@
 #include <unistd.h>
 
 enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, ALLGATHERV,
-       SCAN, NCOLL };
+       SCAN, IALLREDUCE, IBCAST, NCOLL };
 static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather",
-				    "alltoall", "reduce_scatter", "allgatherv", "scan" };
+				    "alltoall", "reduce_scatter", "allgatherv", "scan",
+				    "iallreduce", "ibcast" };
 
 static double now(void)
 {
@@ -141,7 +146,8 @@ int main(int argc, char **argv)
 				 bytes >= 65536 ? 2 + iters / 2 : iters;
 			double t = 0, t0 = 0, tmax, tb = 0, T = 0, late = 0, lmax = 0, e, emax;
 			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
-				   c == REDUCE_SCATTER || c == ALLGATHERV;
+				   c == REDUCE_SCATTER || c == ALLGATHERV || c == IALLREDUCE;
+			MPI_Request req;
 
 			if (c == BARRIER && s > 0)
 				break;
@@ -200,6 +206,15 @@ int main(int argc, char **argv)
 					break;
 				case SCAN:
 					MPI_Scan(a, b, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+					break;
+				case IALLREDUCE: /* started and waited for at once */
+					MPI_Iallreduce(a, b, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+						       &req);
+					MPI_Wait(&req, MPI_STATUS_IGNORE);
+					break;
+				case IBCAST:
+					MPI_Ibcast(a, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
+					MPI_Wait(&req, MPI_STATUS_IGNORE);
 					break;
 				default: /* the loop runs over the collectives above */
 					MPI_Abort(MPI_COMM_WORLD, 2);
