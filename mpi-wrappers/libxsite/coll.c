@@ -33,7 +33,7 @@ const char *const xs_coll_name[XS_NCOLL] = {
 	"allreduce", "reduce", "bcast", "barrier",
 	"allgather", "gather", "scatter", "alltoall",
 	"reduce_scatter", "allgatherv", "scan", "exscan",
-	"iallreduce", "ibcast",
+	"iallreduce", "ibcast", "ibarrier",
 };
 
 

@@ -69,7 +69,7 @@ enum xs_coll_id {
 	XS_ALLREDUCE, XS_REDUCE, XS_BCAST, XS_BARRIER,
 	XS_ALLGATHER, XS_GATHER, XS_SCATTER, XS_ALLTOALL,
 	XS_REDUCE_SCATTER, XS_ALLGATHERV, XS_SCAN, XS_EXSCAN,
-	XS_IALLREDUCE, XS_IBCAST, /* the nonblocking forms libxsite runs */
+	XS_IALLREDUCE, XS_IBCAST, XS_IBARRIER, /* the nonblocking ones libxsite runs */
 	XS_NCOLL
 };
 
@@ -205,7 +205,7 @@ int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	    MPI_Datatype t, MPI_Op op, int exclusive);
 int xs_sites_in_order(const struct xs_comm *c);
 
-/* ---- nbc.c: Iallreduce and Ibcast, k = 1 --------------------------------- */
+/* ---- nbc.c: Iallreduce, Ibcast, Ibarrier; k = 1 -------------------------- */
 
 /* NULL when they can be site-aware (the MPI library's progress engine takes
  * libxsite's callback; registered at the first call), else why not */
@@ -215,6 +215,7 @@ int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		  MPI_Datatype t, MPI_Op op, MPI_Request *req);
 int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	      MPI_Request *req);
+int xs_ibarrier(struct xs_comm *c, MPI_Request *req);
 
 /* ---- traffic.c -------------------------------------------------------- */
 

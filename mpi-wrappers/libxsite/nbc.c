@@ -1,6 +1,6 @@
 /*
- * libxsite: the site-aware nonblocking collectives, MPI_Iallreduce and
- * MPI_Ibcast.
+ * libxsite: the site-aware nonblocking collectives, MPI_Iallreduce,
+ * MPI_Ibcast and MPI_Ibarrier.
  *
  * Each is a schedule of steps, as in the blocking forms with k = 1 (coll.c):
  *   Iallreduce: a site-local Ireduce to the site leader; the two leaders
@@ -9,7 +9,9 @@
  *               site 1, the same bits on both sides); a site-local Ibcast;
  *   Ibcast:     the root sends to the other site's leader across the link
  *               while its own site's Ibcast runs; that leader's site
- *               Ibcast follows when the message is in.
+ *               Ibcast follows when the message is in;
+ *   Ibarrier:   a site-local Ibarrier, the leaders swap an empty message,
+ *               a site-local Ibarrier.
  * A step starts when the requests of the one before have completed.  The
  * program holds a generalized request (MPI_Grequest_start), completed at
  * the end of the schedule.  The steps advance in the MPI library's progress
@@ -208,6 +210,51 @@ static int allreduce_step(struct xs_nbc *s)
 	return rc == MPI_SUCCESS;
 }
 
+static int barrier_step(struct xs_nbc *s)
+{
+	struct xs_comm *c = s->c;
+	int lrank = c->lrank[c->rank], lsize = c->n[c->me], rc = MPI_SUCCESS;
+	int other = c->members[1 - c->me][0];
+
+	s->nsub = 0;
+	switch (s->step++) {
+	case 0:
+		xs_model_barrier(c->local_w, lsize, lrank);
+		rc = PMPI_Ibarrier(c->nb_local, &s->sub[0]);
+		s->nsub = rc == MPI_SUCCESS;
+		break;
+	case 1: /* the leaders: an empty message each way */
+#ifdef XSITE_FAULT_INJECTION
+		if (xs_fault("ibarrier"))
+			return 0;
+#endif
+		if (lrank == 0) {
+			static char none;
+
+			rc = PMPI_Irecv(&none, 0, MPI_BYTE, other, TAG_NBC, c->priv, &s->sub[0]);
+			s->nsub = rc == MPI_SUCCESS;
+			if (rc == MPI_SUCCESS) {
+				xs_count(c->wrank[other], 0, 1);
+				rc = PMPI_Isend(&none, 0, MPI_BYTE, other, TAG_NBC, c->priv,
+						&s->sub[1]);
+				s->nsub += rc == MPI_SUCCESS;
+			}
+			break;
+		}
+		s->step++;
+		/* fall through */
+	case 2:
+		xs_model_barrier(c->local_w, lsize, lrank);
+		rc = PMPI_Ibarrier(c->nb_local, &s->sub[0]);
+		s->nsub = rc == MPI_SUCCESS;
+		break;
+	default:
+		return 0;
+	}
+	s->rc = rc;
+	return rc == MPI_SUCCESS;
+}
+
 static int bcast_step(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
@@ -260,7 +307,11 @@ static int step(struct xs_nbc *s)
 {
 	if (s->rc != MPI_SUCCESS)
 		return 0;
-	return s->coll == XS_IALLREDUCE ? allreduce_step(s) : bcast_step(s);
+	switch (s->coll) {
+	case XS_IALLREDUCE: return allreduce_step(s);
+	case XS_IBCAST: return bcast_step(s);
+	default: return barrier_step(s);
+	}
 }
 
 /* ---- the engine ----------------------------------------------------------- */
@@ -410,6 +461,15 @@ int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 		return MPI_ERR_NO_MEM;
 	s->sbuf = sbuf;
 	s->op = op;
+	return start(s, req);
+}
+
+int xs_ibarrier(struct xs_comm *c, MPI_Request *req)
+{
+	struct xs_nbc *s = alloc(c, XS_IBARRIER, NULL, 0, MPI_BYTE);
+
+	if (!s)
+		return MPI_ERR_NO_MEM;
 	return start(s, req);
 }
 

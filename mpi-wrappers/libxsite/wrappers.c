@@ -339,6 +339,17 @@ static void log_decision(struct xs_comm *c, enum xs_coll_id coll, const char *wh
 		       c->node_level ? " (node level)" : "", label);
 }
 
+/* the blocking form of a nonblocking collective, whose hand-off verdict it
+ * takes */
+static enum xs_coll_id blocking_form(enum xs_coll_id coll)
+{
+	switch (coll) {
+	case XS_IALLREDUCE: return XS_ALLREDUCE;
+	case XS_IBCAST: return XS_BCAST;
+	default: return XS_BARRIER;
+	}
+}
+
 /*
  * Site-aware with k streams (returns k >= 1), or fall back (returns 0).
  * The first collective on an intracommunicator sets it up (collectively).
@@ -381,8 +392,7 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t 
 		/* a nonblocking call is not timed (the program's own work runs
 		 * while it does); the blocking form's verdict holds for it */
 		why = xs_nbc_why();
-		if (!why && xs_race_winner(c, coll == XS_IBCAST ? XS_BCAST : XS_ALLREDUCE,
-					   size) == 0)
+		if (!why && xs_race_winner(c, blocking_form(coll), size) == 0)
 			why = "the MPI library's measured faster (hand-off)";
 	} else if (!why) {
 		xs_race_pick(c, coll, size, &why);
@@ -460,7 +470,8 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 	case XS_REDUCE: xs_model_reduce(w, c->size, c->rank, root, unit); break;
 	case XS_BCAST:
 	case XS_IBCAST: xs_model_bcast(w, c->size, c->rank, root, unit); break;
-	case XS_BARRIER: xs_model_barrier(w, c->size, c->rank); break;
+	case XS_BARRIER:
+	case XS_IBARRIER: xs_model_barrier(w, c->size, c->rank); break;
 	case XS_ALLGATHER: xs_model_allgather(w, c->size, c->rank, unit); break;
 	case XS_GATHER: xs_model_gather(w, c->size, c->rank, root, unit); break;
 	case XS_SCATTER: xs_model_scatter(w, c->size, c->rank, root, unit); break;
@@ -867,6 +878,9 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
 		int root, MPI_Comm comm, MPI_Request *req)
 {
+	/* no site-aware form: with the ranks site by site, the library's
+	 * binomial tree crosses the link once on each path to the root already
+	 * (README.md, Nonblocking) */
 	LEFT(PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req), XS_REDUCE,
 	     "nonblocking (MPI_Ireduce)", model(c, XS_REDUCE, nbytes(count, t), root));
 }
@@ -882,8 +896,8 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
-	LEFT(PMPI_Ibarrier(comm, req), XS_BARRIER, "nonblocking (MPI_Ibarrier)",
-	     model(c, XS_BARRIER, 0, 0));
+	COLLECTIVE(PMPI_Ibarrier(comm, req), route_nb(comm, XS_IBARRIER, 0, 0, NULL, &c),
+		   xs_ibarrier(c, req));
 }
 
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,

@@ -5,8 +5,9 @@
  *   xsite_collsweep [-n ITERS] [-s SIZE,SIZE,...] [-c COLL,COLL,...]
  *
  * COLL: allreduce, bcast, reduce, barrier, allgather, alltoall,
- * reduce_scatter, allgatherv, scan, iallreduce, ibcast (the nonblocking
- * two started and waited for at once), or all; default the first five.
+ * reduce_scatter, allgatherv, scan, iallreduce, ireduce, ibcast, ibarrier
+ * (the nonblocking ones started and waited for at once), or all; default
+ * the first five.
  *
  * Prints from rank 0, one line per case:
  *   coll=allreduce bytes=8 iters=20 us=1234.5
@@ -51,10 +52,10 @@
 #include <unistd.h>
 
 enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, ALLGATHERV,
-       SCAN, IALLREDUCE, IBCAST, NCOLL };
+       SCAN, IALLREDUCE, IREDUCE, IBCAST, IBARRIER, NCOLL };
 static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather",
 				    "alltoall", "reduce_scatter", "allgatherv", "scan",
-				    "iallreduce", "ibcast" };
+				    "iallreduce", "ireduce", "ibcast", "ibarrier" };
 
 static double now(void)
 {
@@ -146,10 +147,11 @@ int main(int argc, char **argv)
 				 bytes >= 65536 ? 2 + iters / 2 : iters;
 			double t = 0, t0 = 0, tmax, tb = 0, T = 0, late = 0, lmax = 0, e, emax;
 			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
-				   c == REDUCE_SCATTER || c == ALLGATHERV || c == IALLREDUCE;
+				   c == REDUCE_SCATTER || c == ALLGATHERV || c == IALLREDUCE ||
+				   c == IBARRIER;
 			MPI_Request req;
 
-			if (c == BARRIER && s > 0)
+			if ((c == BARRIER || c == IBARRIER) && s > 0)
 				break;
 			if (!sync) /* two barriers alone: the calls below (T's margin) */
 				for (i = 0; i < 3; i++) {
@@ -212,8 +214,17 @@ int main(int argc, char **argv)
 						       &req);
 					MPI_Wait(&req, MPI_STATUS_IGNORE);
 					break;
+				case IREDUCE:
+					MPI_Ireduce(a, b, (int)n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD,
+						    &req);
+					MPI_Wait(&req, MPI_STATUS_IGNORE);
+					break;
 				case IBCAST:
 					MPI_Ibcast(a, (int)n, MPI_DOUBLE, 0, MPI_COMM_WORLD, &req);
+					MPI_Wait(&req, MPI_STATUS_IGNORE);
+					break;
+				case IBARRIER:
+					MPI_Ibarrier(MPI_COMM_WORLD, &req);
 					MPI_Wait(&req, MPI_STATUS_IGNORE);
 					break;
 				default: /* the loop runs over the collectives above */
@@ -241,7 +252,7 @@ int main(int argc, char **argv)
 			PMPI_Reduce(&late, &lmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 			if (rank == 0) {
 				printf("coll=%s bytes=%ld iters=%d us=%.1f", names[c],
-				       c == BARRIER ? 0 : c == ALLGATHER || c == ALLGATHERV ||
+				       c == BARRIER || c == IBARRIER ? 0 : c == ALLGATHER || c == ALLGATHERV ||
 				       c == REDUCE_SCATTER || c == ALLTOALL ? blk * size * 8 : n * 8,
 				       it, tmax);
 				if (!sync)

@@ -26,7 +26,8 @@
  *   -t S abort after S seconds (a hung collective must not hang a test)
  *   -c C only the cases of collective C (allreduce, reduce, bcast, barrier,
  *        allgather, gather, scatter, alltoall, reduce_scatter_block,
- *        reduce_scatter, allgatherv, scan, exscan, iallreduce, ibcast)
+ *        reduce_scatter, allgatherv, scan, exscan, iallreduce, ireduce, ibcast,
+ *        ibarrier)
  *   -m   MPI_Init_thread(MPI_THREAD_MULTIPLE): libxsite must fall back
  *   -a   the hand-off is on (XSITE_HANDOFF > 0): a case that may be
  *        site-aware may also have run the MPI library's collective; one that
@@ -736,7 +737,7 @@ static void fill_blocks(void *buf, struct dty d, int p, unsigned seed, int from_
 
 enum coll { ALLREDUCE, REDUCE, BCAST, ALLGATHER, GATHER, SCATTER, ALLTOALL,
 	    REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHERV, SCAN, EXSCAN,
-	    IALLREDUCE, IBCAST };
+	    IALLREDUCE, IREDUCE, IBCAST };
 
 static const struct coll_info {
 	const char *name;
@@ -763,6 +764,7 @@ static const struct coll_info {
 	[EXSCAN] = { "exscan", 0, 0, 0, 0, 0, 41 },
 	/* the nonblocking forms, against the blocking ones of the MPI library */
 	[IALLREDUCE] = { "iallreduce", 0, 0, 0, 0, 0, 43 },
+	[IREDUCE] = { "ireduce", 1, 1, 0, 0, 0, 53 },
 	[IBCAST] = { "ibcast", 1, 0, 1, 0, 0, 47 },
 };
 
@@ -778,9 +780,11 @@ static void nb_complete(MPI_Request *req, MPI_Comm comm, int rank)
 	MPI_Request two[2];
 	int flag = 0, idx, done = 0;
 
+	/* the analyzer's MPI checker knows neither the caller's request (from
+	 * MPI_Ibarrier, say) nor PMPI_Ibarrier below */
 	if (ntest % 2 == 0) {
 		if (rank % 2 == 0)
-			MPI_Wait(req, MPI_STATUS_IGNORE);
+			MPI_Wait(req, MPI_STATUS_IGNORE); /* NOLINT(clang-analyzer-optin.mpi.MPI-Checker) */
 		else
 			while (!flag)
 				MPI_Test(req, &flag, MPI_STATUS_IGNORE);
@@ -789,8 +793,6 @@ static void nb_complete(MPI_Request *req, MPI_Comm comm, int rank)
 	two[0] = *req;
 	PMPI_Ibarrier(comm, &two[1]);
 	if (rank % 2 == 0) {
-		/* the analyzer's MPI checker knows neither the caller's request nor
-		 * PMPI_Ibarrier */
 		MPI_Waitall(2, two, MPI_STATUSES_IGNORE); /* NOLINT(clang-analyzer-optin.mpi.MPI-Checker) */
 		return;
 	}
@@ -887,6 +889,16 @@ static void call(const struct ccase *c, int ref, void *out)
 			MPI_Request r;
 
 			MPI_Iallreduce(in, out, rn, rt, op, comm, &r);
+			nb_complete(&r, comm, c->s->rank);
+		}
+		break;
+	case IREDUCE:
+		if (ref) {
+			PMPI_Reduce(in, out, rn, rt, op, root, comm);
+		} else {
+			MPI_Request r;
+
+			MPI_Ireduce(in, out, rn, rt, op, root, comm, &r);
 			nb_complete(&r, comm, c->s->rank);
 		}
 		break;
@@ -1012,16 +1024,10 @@ static void t_coll(enum coll coll, const char *sh, const char *op, const char *t
 		 op ? op : "", type, count, sh, rootstr, inplace ? " in-place" : "");
 	expect = expect_siteaware(s, bytes, c.o ? c.o->commutative : 1);
 	/* Iallreduce: site-aware with the predefined ops only, below
-	 * XSITE_LARGE_MSG */
-	if (coll == IALLREDUCE && (c.o->user || bytes >= large_msg))
+	 * XSITE_LARGE_MSG; Ireduce: the library's */
+	if ((coll == IALLREDUCE && (c.o->user || bytes >= large_msg)) || coll == IREDUCE)
 		expect = 0;
 	run_case(&c, desc, expect);
-}
-
-static void t_reduce(const char *sh, const char *op, const char *type, long count,
-		     int root, int inplace)
-{
-	t_coll(REDUCE, sh, op, type, count, root, inplace);
 }
 
 /* data movement: items of type a rank */
@@ -1110,18 +1116,20 @@ static void t_vcoll(enum coll coll, const char *sh, const char *op, const char *
 	free(c.dsp);
 }
 
-/* a barrier must hold everyone until the last rank arrives (150 ms late) */
-static void t_barrier(const char *sh)
+/* a barrier must hold everyone until the last rank arrives (150 ms late);
+ * nb: MPI_Ibarrier, completed as nb_complete() does */
+static void t_barrier(const char *sh, int nb)
 {
+	const char *name = nb ? "ibarrier" : "barrier";
 	const struct shape *s = shape(sh);
 	struct xsite_stats a, b;
 	char desc[200], diag[256] = "";
 	int fail = 0, path = -1, expect;
 
-	if (!wanted("barrier"))
+	if (!wanted(name))
 		return;
 
-	snprintf(desc, sizeof(desc), "barrier %s waits for the last rank", sh);
+	snprintf(desc, sizeof(desc), "%s %s waits for the last rank", name, sh);
 	expect = expect_siteaware(s, 1, 1);
 	if (s->comm != MPI_COMM_NULL) {
 		double t0;
@@ -1143,7 +1151,14 @@ static void t_barrier(const char *sh)
 			usleep(150000);
 		snap(&a);
 		t0 = MPI_Wtime();
-		MPI_Barrier(s->comm);
+		if (nb) {
+			MPI_Request r;
+
+			MPI_Ibarrier(s->comm, &r);
+			nb_complete(&r, s->comm, s->rank);
+		} else {
+			MPI_Barrier(s->comm);
+		}
 		t0 = MPI_Wtime() - t0;
 		snap(&b);
 		path = path_of(&a, &b);
@@ -1245,6 +1260,50 @@ static void t_allreduces(enum coll coll)
 		t_coll(coll, "reversed", "SUM", "int", 4 * MiB / 4, 0, 0);
 		t_coll(coll, "world", "SUM", "double", 4 * MiB / 8, 0, 1);
 	}
+}
+
+/* Reduce or Ireduce: every op x type at a small count to a root at each
+ * site; sizes and shapes; in place */
+static void t_reduces(enum coll coll)
+{
+	int i, j;
+
+	for (i = 0; i < ncombos; i++) {
+		t_coll(coll, "world", combos[i].op, combos[i].t->name, small, 0, 0);
+		t_coll(coll, "world", combos[i].op, combos[i].t->name,
+		       count_for(64 * KiB, combos[i].t), -1, 0);
+	}
+	{
+		long n[] = { 0, 1, small, 64 * KiB / 8, MiB / 8 };
+		int roots[] = { 0, -1, wsize / 2 + 1 }, r, k, nn = quick ? 4 : 5;
+
+		for (r = 0; r < 3; r++)
+			for (k = 0; k < nn; k++) {
+				t_coll(coll, "world", "SUM", "double", n[k], roots[r], 0);
+				t_coll(coll, "world", "MAX", "int", n[k] * 2, roots[r], 0);
+				t_coll(coll, "world", "MAXLOC", "double_int", n[k] / 2, roots[r], 0);
+			}
+		for (r = 0; r < 3; r++) {
+			t_coll(coll, "world", "matmul", "mat2x2", small, roots[r], 0);
+			t_coll(coll, "world", "vecsum", "vector", 64 * KiB / 8, roots[r], 0);
+		}
+	}
+	for (j = 0; j < 5; j++) {
+		t_coll(coll, two[j], "SUM", "double", 1, 0, 0);
+		t_coll(coll, two[j], "SUM", "double", 64 * KiB / 8, -1, 0);
+		t_coll(coll, two[j], "BXOR", "int", small, -1, 0);
+		t_coll(coll, two[j], "BXOR", "int", 64 * KiB / 4, 0, 0);
+	}
+	for (j = 0; j < 2; j++) {
+		int root = j ? -1 : 0;
+
+		t_coll(coll, "world", "SUM", "double", small, root, 1);
+		t_coll(coll, "world", "MAX", "int", 64 * KiB / 4, root, 1);
+		if (!quick)
+			t_coll(coll, "world", "SUM", "double", MiB / 8, root, 1);
+	}
+	if (!quick)
+		t_coll(coll, "world", "SUM", "double", 4 * MiB / 8, -1, 0);
 }
 
 /* Bcast or Ibcast: types, roots at each site, sizes, shapes */
@@ -1506,56 +1565,25 @@ int main(int argc, char **argv)
 
 	t_allreduces(ALLREDUCE);
 
-	/* Reduce: every op x type at a small count to a root at each site */
-	for (i = 0; i < ncombos; i++) {
-		t_reduce("world", combos[i].op, combos[i].t->name, small, 0, 0);
-		t_reduce("world", combos[i].op, combos[i].t->name,
-			 count_for(64 * KiB, combos[i].t), -1, 0);
-	}
-	{
-		long n[] = { 0, 1, small, 64 * KiB / 8, MiB / 8 };
-		int roots[] = { 0, -1, wsize / 2 + 1 }, r, k, nn = quick ? 4 : 5;
-
-		for (r = 0; r < 3; r++)
-			for (k = 0; k < nn; k++) {
-				t_reduce("world", "SUM", "double", n[k], roots[r], 0);
-				t_reduce("world", "MAX", "int", n[k] * 2, roots[r], 0);
-				t_reduce("world", "MAXLOC", "double_int", n[k] / 2, roots[r], 0);
-			}
-		for (r = 0; r < 3; r++) {
-			t_reduce("world", "matmul", "mat2x2", small, roots[r], 0);
-			t_reduce("world", "vecsum", "vector", 64 * KiB / 8, roots[r], 0);
-		}
-	}
-	for (j = 0; j < 5; j++) {
-		t_reduce(two[j], "SUM", "double", 1, 0, 0);
-		t_reduce(two[j], "SUM", "double", 64 * KiB / 8, -1, 0);
-		t_reduce(two[j], "BXOR", "int", small, -1, 0);
-		t_reduce(two[j], "BXOR", "int", 64 * KiB / 4, 0, 0);
-	}
-	for (j = 0; j < 2; j++) {
-		int root = j ? -1 : 0;
-
-		t_reduce("world", "SUM", "double", small, root, 1);
-		t_reduce("world", "MAX", "int", 64 * KiB / 4, root, 1);
-		if (!quick)
-			t_reduce("world", "SUM", "double", MiB / 8, root, 1);
-	}
-	if (!quick)
-		t_reduce("world", "SUM", "double", 4 * MiB / 8, -1, 0);
+	t_reduces(REDUCE);
 
 	t_bcasts(BCAST);
 
-	/* Iallreduce and Ibcast: as the blocking forms, completed four ways */
+	/* Iallreduce, Ibcast, Ibarrier: as the blocking forms, completed four
+	 * ways; Ireduce, the library's own, through libxsite */
 	t_allreduces(IALLREDUCE);
+	t_reduces(IREDUCE);
 	t_bcasts(IBCAST);
+	t_barrier("world", 1);
+	for (j = 0; j < 5; j++)
+		t_barrier(two[j], 1);
 	t_nb_together();
 	t_nb_progress();
 
 	/* Barrier */
-	t_barrier("world");
+	t_barrier("world", 0);
 	for (j = 0; j < 5; j++)
-		t_barrier(two[j]);
+		t_barrier(two[j], 0);
 
 	/* Allgather, Gather, Scatter, Alltoall: sizes are per-rank blocks */
 	{
@@ -1667,7 +1695,7 @@ int main(int argc, char **argv)
 	}
 
 	/* the intercommunicator: the MPI library's own */
-	t_barrier("inter");
+	t_barrier("inter", 0);
 	t_inter(ALLREDUCE, small);
 	t_inter(BCAST, small);
 	t_inter(ALLGATHER, small);
