@@ -55,11 +55,14 @@ static void free_sub(MPI_Comm *c)
 /* what c holds, freed */
 static void release(struct xs_comm *c)
 {
+	int i;
+
 	free_sub(&c->priv);
 	free_sub(&c->local);
 	free_sub(&c->node);
 	free_sub(&c->nodeleaders);
-	free_sub(&c->nb_local);
+	for (i = 0; i < XS_NBC_LANES; i++)
+		free_sub(&c->nb_local[i]);
 	free(c->wrank);
 	free(c->local_w);
 	free(c->node_w);
@@ -187,11 +190,14 @@ static int *comm_world_map(MPI_Comm comm, int remote, int n)
 static struct xs_comm *comm_create(MPI_Comm comm)
 {
 	struct xs_comm *c = calloc(1, sizeof(*c));
+	int i;
 
 	if (!c)
 		return NULL;
 	c->comm = comm;
-	c->priv = c->local = c->node = c->nodeleaders = c->nb_local = MPI_COMM_NULL;
+	c->priv = c->local = c->node = c->nodeleaders = MPI_COMM_NULL;
+	for (i = 0; i < XS_NBC_LANES; i++)
+		c->nb_local[i] = MPI_COMM_NULL;
 	c->state = XS_UNSET;
 	PMPI_Comm_test_inter(comm, &c->inter);
 	PMPI_Comm_rank(comm, &c->rank);

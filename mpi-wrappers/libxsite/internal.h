@@ -22,6 +22,7 @@
 #define XS_SITE_MAX 64  /* longest site name + 1 */
 #define XS_HOST_MAX 72  /* longest host name kept + 1 */
 #define XS_MAX_SITES 64 /* distinct sites told apart in one job */
+#define XS_NBC_LANES 4  /* nonblocking collectives of a communicator that run at once */
 
 /* ---- config.c ------------------------------------------------------- */
 
@@ -107,12 +108,14 @@ struct xs_comm {
 	 * of its error, when it was measured (this rank's clock), whether it was */
 	double clock_off, clock_err, clock_at;
 	int clock_set;
-	/* nbc.c: the copy of `local` for the nonblocking collectives' local
-	 * steps (MPI_COMM_NULL until the first), the schedule running on it,
-	 * the schedules not yet ended; the program freed the communicator
-	 * while some ran (released at the last one's end) */
-	MPI_Comm nb_local;
-	struct xs_nbc *nb_run;
+	/* nbc.c: the copies of `local` for the nonblocking collectives' local
+	 * steps, one per lane (MPI_COMM_NULL until the first call), the
+	 * schedule running in each lane, the schedules started (the next one's
+	 * lane) and not yet ended; the program freed the communicator while
+	 * some ran (released at the last one's end) */
+	MPI_Comm nb_local[XS_NBC_LANES];
+	struct xs_nbc *nb_run[XS_NBC_LANES];
+	unsigned nb_seq;
 	int nb_pending, nb_dead;
 	struct xs_comm *prev, *next; /* the live list (comm.c) */
 };
@@ -153,7 +156,8 @@ int xs_race_winner(const struct xs_comm *c, enum xs_coll_id coll, uint64_t bytes
 extern const char *const xs_coll_name[XS_NCOLL];
 
 /* tags on the private communicator, one per kind of message */
-enum { TAG_CROSS = 1, TAG_TO_STREAM, TAG_FROM_STREAM, TAG_CLOCK = 100, TAG_NBC = 200 };
+enum { TAG_CROSS = 1, TAG_TO_STREAM, TAG_FROM_STREAM, TAG_CLOCK = 100,
+       TAG_NBC = 200 /* ... TAG_NBC + XS_NBC_LANES - 1: one per lane */ };
 
 /* a datatype's layout; contig: a predefined type whose elements tile
  * memory (memcpy) */

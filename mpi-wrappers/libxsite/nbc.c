@@ -22,23 +22,28 @@
  * hook (another MPI library) the nonblocking forms are the library's own.
  *
  * Order.  The MPI standard asks every rank to start the collectives of a
- * communicator in one order.  The site-local steps run on a copy of the
- * site-local communicator made for them (c->nb_local), and the schedules of
- * one communicator run one after the other (c->nb_run): each rank starts
- * the local steps of the first, then of the second, whatever the link's
- * timing.  The crossing is point-to-point on the private communicator with
- * its own tag.
+ * communicator in one order, and a local step starts at a different moment
+ * on each rank (the leader's after the link).  So the schedules of a
+ * communicator go round XS_NBC_LANES lanes in the order they are started
+ * (the same on every rank), each lane with a copy of the site-local
+ * communicator of its own for the local steps (c->nb_local[lane]) and a tag
+ * of its own for the crossing, a point-to-point message on the private
+ * communicator; the schedules of one lane run one after the other
+ * (c->nb_run[lane]): each rank starts the local steps of a lane's first
+ * schedule, then of its second, whatever the link's timing.  So up to
+ * XS_NBC_LANES run at once, as the library's own would.
  *
- * Lifetimes.  The program may free its communicator, datatype or request
- * handle while the operation runs: the communicator's state is released when
- * its last schedule ends (comm.c), a derived datatype is duplicated, and
- * only predefined ops (which cannot be freed) are taken; a user-defined op
- * goes to the library's own nonblocking collective.
+ * Lifetimes.  The program may free its communicator or datatype while the
+ * operation runs: the communicator's state is released when its last
+ * schedule ends (comm.c), a derived datatype is duplicated, and only
+ * predefined ops (which cannot be freed) are taken; a user-defined op goes
+ * to the library's own nonblocking collective.  Freeing the request before
+ * it completes is erroneous (MPI 4.1, 6.12); the schedule then runs to its
+ * end and frees itself.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
 
@@ -49,6 +54,7 @@ struct xs_nbc {
 	MPI_Request sub[2];
 	int nsub;
 	int step;   /* the steps done */
+	int lane;   /* of its communicator's (nb_local, nb_run), and tag */
 	int rc;
 	int done;   /* greq completed: free_fn may free this */
 	int orphan; /* the program freed greq before the end (erroneous) */
@@ -145,6 +151,8 @@ static int cancel_fn(void *extra, int complete)
 static int allreduce_step(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
+	MPI_Comm lc = c->nb_local[s->lane];
+	int tag = TAG_NBC + s->lane;
 	int lrank = c->lrank[c->rank], lsize = c->n[c->me], leader = lrank == 0;
 	int other = c->members[1 - c->me][0], size, rc = MPI_SUCCESS;
 	uint64_t bytes;
@@ -156,10 +164,10 @@ static int allreduce_step(struct xs_nbc *s)
 		xs_model_reduce(c->local_w, lsize, lrank, 0, bytes);
 		if (leader)
 			rc = PMPI_Ireduce(s->sbuf, s->buf, s->count, s->t, s->op, 0,
-					  c->nb_local, &s->sub[0]);
+					  lc, &s->sub[0]);
 		else
 			rc = PMPI_Ireduce(s->sbuf == MPI_IN_PLACE ? s->buf : s->sbuf, NULL,
-					  s->count, s->t, s->op, 0, c->nb_local, &s->sub[0]);
+					  s->count, s->t, s->op, 0, lc, &s->sub[0]);
 		s->nsub = rc == MPI_SUCCESS;
 		break;
 	case 1: /* the leaders swap across the link */
@@ -172,12 +180,12 @@ static int allreduce_step(struct xs_nbc *s)
 				rc = MPI_ERR_NO_MEM;
 				break;
 			}
-			rc = PMPI_Irecv(s->theirs, s->count, s->t, other, TAG_NBC, c->priv,
+			rc = PMPI_Irecv(s->theirs, s->count, s->t, other, tag, c->priv,
 					&s->sub[0]);
 			s->nsub = rc == MPI_SUCCESS;
 			if (rc == MPI_SUCCESS) {
 				xs_count(c->wrank[other], bytes, 1);
-				rc = PMPI_Isend(s->buf, s->count, s->t, other, TAG_NBC, c->priv,
+				rc = PMPI_Isend(s->buf, s->count, s->t, other, tag, c->priv,
 						&s->sub[1]);
 				s->nsub += rc == MPI_SUCCESS;
 			}
@@ -196,7 +204,7 @@ static int allreduce_step(struct xs_nbc *s)
 				break;
 		}
 		xs_model_bcast(c->local_w, lsize, lrank, 0, bytes);
-		rc = PMPI_Ibcast(s->buf, s->count, s->t, 0, c->nb_local, &s->sub[0]);
+		rc = PMPI_Ibcast(s->buf, s->count, s->t, 0, lc, &s->sub[0]);
 		s->nsub = rc == MPI_SUCCESS;
 		break;
 	default:
@@ -213,6 +221,8 @@ static int allreduce_step(struct xs_nbc *s)
 static int barrier_step(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
+	MPI_Comm lc = c->nb_local[s->lane];
+	int tag = TAG_NBC + s->lane;
 	int lrank = c->lrank[c->rank], lsize = c->n[c->me], rc = MPI_SUCCESS;
 	int other = c->members[1 - c->me][0];
 
@@ -220,7 +230,7 @@ static int barrier_step(struct xs_nbc *s)
 	switch (s->step++) {
 	case 0:
 		xs_model_barrier(c->local_w, lsize, lrank);
-		rc = PMPI_Ibarrier(c->nb_local, &s->sub[0]);
+		rc = PMPI_Ibarrier(lc, &s->sub[0]);
 		s->nsub = rc == MPI_SUCCESS;
 		break;
 	case 1: /* the leaders: an empty message each way */
@@ -231,11 +241,11 @@ static int barrier_step(struct xs_nbc *s)
 		if (lrank == 0) {
 			static char none;
 
-			rc = PMPI_Irecv(&none, 0, MPI_BYTE, other, TAG_NBC, c->priv, &s->sub[0]);
+			rc = PMPI_Irecv(&none, 0, MPI_BYTE, other, tag, c->priv, &s->sub[0]);
 			s->nsub = rc == MPI_SUCCESS;
 			if (rc == MPI_SUCCESS) {
 				xs_count(c->wrank[other], 0, 1);
-				rc = PMPI_Isend(&none, 0, MPI_BYTE, other, TAG_NBC, c->priv,
+				rc = PMPI_Isend(&none, 0, MPI_BYTE, other, tag, c->priv,
 						&s->sub[1]);
 				s->nsub += rc == MPI_SUCCESS;
 			}
@@ -245,7 +255,7 @@ static int barrier_step(struct xs_nbc *s)
 		/* fall through */
 	case 2:
 		xs_model_barrier(c->local_w, lsize, lrank);
-		rc = PMPI_Ibarrier(c->nb_local, &s->sub[0]);
+		rc = PMPI_Ibarrier(lc, &s->sub[0]);
 		s->nsub = rc == MPI_SUCCESS;
 		break;
 	default:
@@ -258,6 +268,8 @@ static int barrier_step(struct xs_nbc *s)
 static int bcast_step(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
+	MPI_Comm lc = c->nb_local[s->lane];
+	int tag = TAG_NBC + s->lane;
 	int rs = c->site_of[s->root], lrank = c->lrank[c->rank], lsize = c->n[c->me];
 	int leader = lrank == 0, amroot = c->rank == s->root, size, rc = MPI_SUCCESS;
 	int lroot = c->me == rs ? c->lrank[s->root] : 0;
@@ -269,7 +281,7 @@ static int bcast_step(struct xs_nbc *s)
 	switch (s->step++) {
 	case 0:
 		if (c->me != rs && leader) { /* from the root, across */
-			rc = PMPI_Irecv(s->buf, s->count, s->t, s->root, TAG_NBC, c->priv,
+			rc = PMPI_Irecv(s->buf, s->count, s->t, s->root, tag, c->priv,
 					&s->sub[0]);
 			s->nsub = rc == MPI_SUCCESS;
 			break;
@@ -278,7 +290,7 @@ static int bcast_step(struct xs_nbc *s)
 			int other = c->members[1 - rs][0];
 
 			xs_count(c->wrank[other], bytes, 1);
-			rc = PMPI_Isend(s->buf, s->count, s->t, other, TAG_NBC, c->priv,
+			rc = PMPI_Isend(s->buf, s->count, s->t, other, tag, c->priv,
 					&s->sub[0]);
 			s->nsub = rc == MPI_SUCCESS;
 		}
@@ -288,7 +300,7 @@ static int bcast_step(struct xs_nbc *s)
 		if (rc != MPI_SUCCESS)
 			break;
 		xs_model_bcast(c->local_w, lsize, lrank, lroot, bytes);
-		rc = PMPI_Ibcast(s->buf, s->count, s->t, lroot, c->nb_local,
+		rc = PMPI_Ibcast(s->buf, s->count, s->t, lroot, lc,
 				 &s->sub[s->nsub]);
 		s->nsub += rc == MPI_SUCCESS;
 		break;
@@ -327,7 +339,7 @@ static void end(struct xs_nbc *s)
 	s->nsub = 0;
 	if (s->tdup)
 		PMPI_Type_free(&s->t);
-	c->nb_run = NULL;
+	c->nb_run[s->lane] = NULL;
 	c->nb_pending--;
 	xs_comm_unused(c);
 	if (s->orphan) {
@@ -343,13 +355,13 @@ static int advance(struct xs_nbc *s)
 {
 	int flag = 0;
 
-	if (!s->c->nb_run) {
-		s->c->nb_run = s;
+	if (!s->c->nb_run[s->lane]) {
+		s->c->nb_run[s->lane] = s;
 		if (!step(s))
 			return 1;
 	}
-	if (s->c->nb_run != s)
-		return 0; /* an earlier schedule of its communicator runs */
+	if (s->c->nb_run[s->lane] != s)
+		return 0; /* an earlier schedule of its lane runs */
 	while (s->nsub) {
 		if (PMPI_Testall(s->nsub, s->sub, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
 			s->rc = MPI_ERR_IN_STATUS;
@@ -396,13 +408,16 @@ static int progress(void)
 
 /* ---- starting one --------------------------------------------------------- */
 
-/* the copy of the site-local communicator for the local steps (collective
- * on the site's ranks: each of them is at this same call) */
+/* the lanes' copies of the site-local communicator for the local steps
+ * (collective on the site's ranks: each of them is at this same call) */
 static int nb_local(struct xs_comm *c)
 {
-	if (c->nb_local != MPI_COMM_NULL)
-		return MPI_SUCCESS;
-	return PMPI_Comm_dup(c->local, &c->nb_local);
+	int i, rc = MPI_SUCCESS;
+
+	for (i = 0; i < XS_NBC_LANES && rc == MPI_SUCCESS; i++)
+		if (c->nb_local[i] == MPI_COMM_NULL)
+			rc = PMPI_Comm_dup(c->local, &c->nb_local[i]);
+	return rc;
 }
 
 static int start(struct xs_nbc *s, MPI_Request *req)
@@ -426,6 +441,7 @@ static int start(struct xs_nbc *s, MPI_Request *req)
 		return rc;
 	}
 	*req = s->greq;
+	s->lane = (int)(s->c->nb_seq++ % XS_NBC_LANES);
 	s->c->nb_pending++;
 	if (tail)
 		tail->next = s;

@@ -6,8 +6,9 @@
  *
  * COLL: allreduce, bcast, reduce, barrier, allgather, alltoall,
  * reduce_scatter, allgatherv, scan, iallreduce, ireduce, ibcast, ibarrier
- * (the nonblocking ones started and waited for at once), or all; default
- * the first five.
+ * (the nonblocking ones started and waited for at once), iallreduce4 (four
+ * Iallreduce of the size in flight at once, then one MPI_Waitall), or all;
+ * default the first five.
  *
  * Prints from rank 0, one line per case:
  *   coll=allreduce bytes=8 iters=20 us=1234.5
@@ -52,10 +53,10 @@
 #include <unistd.h>
 
 enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, ALLGATHERV,
-       SCAN, IALLREDUCE, IREDUCE, IBCAST, IBARRIER, NCOLL };
+       SCAN, IALLREDUCE, IREDUCE, IBCAST, IBARRIER, IALLREDUCE4, NCOLL };
 static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather",
 				    "alltoall", "reduce_scatter", "allgatherv", "scan",
-				    "iallreduce", "ireduce", "ibcast", "ibarrier" };
+				    "iallreduce", "ireduce", "ibcast", "ibarrier", "iallreduce4" };
 
 static double now(void)
 {
@@ -148,8 +149,8 @@ int main(int argc, char **argv)
 			double t = 0, t0 = 0, tmax, tb = 0, T = 0, late = 0, lmax = 0, e, emax;
 			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
 				   c == REDUCE_SCATTER || c == ALLGATHERV || c == IALLREDUCE ||
-				   c == IBARRIER;
-			MPI_Request req;
+				   c == IBARRIER || c == IALLREDUCE4;
+			MPI_Request req, four[4];
 
 			if ((c == BARRIER || c == IBARRIER) && s > 0)
 				break;
@@ -226,6 +227,14 @@ int main(int argc, char **argv)
 				case IBARRIER:
 					MPI_Ibarrier(MPI_COMM_WORLD, &req);
 					MPI_Wait(&req, MPI_STATUS_IGNORE);
+					break;
+				case IALLREDUCE4: /* b: a fourth of it each */
+					for (r = 0; r < 4; r++)
+						MPI_Iallreduce((double *)a + r * (n / 4 ? n / 4 : 1),
+							       (double *)b + r * (n / 4 ? n / 4 : 1),
+							       (int)(n / 4 ? n / 4 : 1), MPI_DOUBLE, MPI_SUM,
+							       MPI_COMM_WORLD, &four[r]);
+					MPI_Waitall(4, four, MPI_STATUSES_IGNORE);
 					break;
 				default: /* the loop runs over the collectives above */
 					MPI_Abort(MPI_COMM_WORLD, 2);

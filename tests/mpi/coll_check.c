@@ -13,7 +13,11 @@
  * different order).  It also checks, through xsite_get_stats(), that the
  * case took the path it should: site-aware on communicators that span two
  * sites, the MPI library's own elsewhere (one site, intercommunicator,
- * non-commutative op, count 0, XSITE_COLL=off).
+ * non-commutative op, count 0, XSITE_COLL=off).  The nonblocking forms
+ * (Iallreduce, Ireduce, Ibcast, Ibarrier) run the cases of the blocking ones
+ * through MPI_I... and are compared with the library's blocking form; a few
+ * cases more put several in flight at once (t_nb_together, t_nb_many,
+ * t_nb_progress).
  *
  * Output: TAP from world rank 0, one line per case group, e.g.
  *   ok 12 - allreduce SUM double 1024 world [site-aware]
@@ -1437,6 +1441,64 @@ static void t_nb_together(void)
 }
 
 /*
+ * More nonblocking collectives in flight at once than libxsite runs at once
+ * on a communicator (its lanes, XS_NBC_LANES = 4): six Iallreduce of different ops and
+ * sizes and two Ibcast from roots at each site, completed by one
+ * MPI_Waitall, each result against the library's blocking form.
+ */
+static void t_nb_many(void)
+{
+	enum { NR = 6, NB = 2, N = 500 };
+	static const MPI_Op ops[NR] = { MPI_SUM, MPI_MAX, MPI_MIN, MPI_BXOR, MPI_SUM, MPI_BOR };
+	int *in, *out, *ref, roots[NB] = { 0, wsize - 1 };
+	MPI_Request r[NR + NB];
+	struct xsite_stats a, b;
+	char diag[256] = "";
+	int fail = 0, path;
+	long i, k;
+
+	if (!wanted("iallreduce"))
+		return;
+	in = xmalloc(sizeof(int) * NR * N);
+	out = xmalloc(sizeof(int) * (NR + NB) * N);
+	ref = xmalloc(sizeof(int) * (NR + NB) * N);
+	for (k = 0; k < NR; k++)
+		for (i = 0; i < N; i++)
+			in[k * N + i] = (int)mix((unsigned)wrank, (unsigned)k, (unsigned)i) % 1000;
+	for (k = 0; k < NR; k++)
+		PMPI_Allreduce(in + k * N, ref + k * N, (int)(N / (k + 1)), MPI_INT, ops[k],
+			       MPI_COMM_WORLD);
+	for (k = 0; k < NB; k++) {
+		for (i = 0; i < N; i++)
+			out[(NR + k) * N + i] = ref[(NR + k) * N + i] =
+				wrank == roots[k] ? (int)(i * 7 + k) : -1;
+		PMPI_Bcast(ref + (NR + k) * N, N, MPI_INT, roots[k], MPI_COMM_WORLD);
+	}
+	snap(&a);
+	for (k = 0; k < NR; k++)
+		MPI_Iallreduce(in + k * N, out + k * N, (int)(N / (k + 1)), MPI_INT, ops[k],
+			       MPI_COMM_WORLD, &r[k]);
+	for (k = 0; k < NB; k++)
+		MPI_Ibcast(out + (NR + k) * N, N, MPI_INT, roots[k], MPI_COMM_WORLD, &r[NR + k]);
+	MPI_Waitall(NR + NB, r, MPI_STATUSES_IGNORE);
+	snap(&b);
+	path = path_of(&a, &b);
+	for (k = 0; k < NR + NB && !fail; k++) {
+		char what[48];
+
+		snprintf(what, sizeof(what), "call %ld of %d", k + 1, NR + NB);
+		fail = differ(out + k * N, ref + k * N, k < NR ? N / (k + 1) : N, what, diag,
+			      sizeof(diag));
+	}
+	/* the Ibcasts are site-aware at any size */
+	report("iallreduce x6 and ibcast x2 in flight at once, one MPI_Waitall", 1,
+	       expect_siteaware(shape("world"), 1, 1), path, fail, diag);
+	free(in);
+	free(out);
+	free(ref);
+}
+
+/*
  * The schedule moves on in any MPI call that makes progress: every rank
  * starts an Iallreduce; the ranks of the first site then wait in a blocking
  * MPI_Recv from a partner at the second site, which sends only after its
@@ -1578,6 +1640,7 @@ int main(int argc, char **argv)
 	for (j = 0; j < 5; j++)
 		t_barrier(two[j], 1);
 	t_nb_together();
+	t_nb_many();
 	t_nb_progress();
 
 	/* Barrier */
