@@ -328,8 +328,8 @@ static int step(struct xs_nbc *s)
 
 /* ---- the engine ----------------------------------------------------------- */
 
-/* s has ended: the program's request completes; its communicator's next
- * schedule may start */
+/* s has ended: the program's request completes; the next schedule of its
+ * lane may start */
 static void end(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
@@ -448,7 +448,7 @@ static int start(struct xs_nbc *s, MPI_Request *req)
 	else
 		head = s;
 	tail = s;
-	progress(); /* the first step, if its communicator is free */
+	progress(); /* the first step, if its lane is free */
 	return MPI_SUCCESS;
 }
 
