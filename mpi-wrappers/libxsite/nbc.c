@@ -146,19 +146,37 @@ static int cancel_fn(void *extra, int complete)
 
 /* ---- the steps ------------------------------------------------------------ */
 
+/* The leaders' swap across the link, in s->sub: sbuf out, rbuf in, count
+ * items of t each way (counted), on s's lane's tag. */
+static int swap(struct xs_nbc *s, const void *sbuf, void *rbuf, int count, MPI_Datatype t)
+{
+	struct xs_comm *c = s->c;
+	int other = c->members[1 - c->me][0], tag = TAG_NBC + s->lane, size, rc;
+
+	PMPI_Type_size(t, &size);
+	rc = PMPI_Irecv(rbuf, count, t, other, tag, c->priv, &s->sub[0]);
+	s->nsub = rc == MPI_SUCCESS;
+	if (rc == MPI_SUCCESS) {
+		xs_count(c->wrank[other], (uint64_t)count * (uint64_t)size, 1);
+		rc = PMPI_Isend(sbuf, count, t, other, tag, c->priv, &s->sub[1]);
+		s->nsub += rc == MPI_SUCCESS;
+	}
+	return rc;
+}
+
 /* Start the next step of s: its requests in s->sub.  Returns 1 when one
  * was started, 0 when s has ended (s->rc says how). */
 static int allreduce_step(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
 	MPI_Comm lc = c->nb_local[s->lane];
-	int tag = TAG_NBC + s->lane;
 	int lrank = c->lrank[c->rank], lsize = c->n[c->me], leader = lrank == 0;
-	int other = c->members[1 - c->me][0], size, rc = MPI_SUCCESS;
+	int rc = MPI_SUCCESS;
+	struct xs_tinfo ti;
 	uint64_t bytes;
 
-	PMPI_Type_size(s->t, &size);
-	bytes = (uint64_t)s->count * (uint64_t)size;
+	xs_tinfo(s->t, &ti);
+	bytes = (uint64_t)s->count * (uint64_t)ti.size;
 	switch (s->step++) {
 	case 0: /* to the site leader */
 		xs_model_reduce(c->local_w, lsize, lrank, 0, bytes);
@@ -172,23 +190,9 @@ static int allreduce_step(struct xs_nbc *s)
 		break;
 	case 1: /* the leaders swap across the link */
 		if (leader) {
-			struct xs_tinfo ti;
-
-			xs_tinfo(s->t, &ti);
 			s->theirs = xs_tmp_typed(s->count, &ti, &s->theirs_base);
-			if (!s->theirs) {
-				rc = MPI_ERR_NO_MEM;
-				break;
-			}
-			rc = PMPI_Irecv(s->theirs, s->count, s->t, other, tag, c->priv,
-					&s->sub[0]);
-			s->nsub = rc == MPI_SUCCESS;
-			if (rc == MPI_SUCCESS) {
-				xs_count(c->wrank[other], bytes, 1);
-				rc = PMPI_Isend(s->buf, s->count, s->t, other, tag, c->priv,
-						&s->sub[1]);
-				s->nsub += rc == MPI_SUCCESS;
-			}
+			rc = s->theirs ? swap(s, s->buf, s->theirs, s->count, s->t) :
+					 MPI_ERR_NO_MEM;
 			break;
 		}
 		/* a rank that is no leader waits for the result */
@@ -196,9 +200,6 @@ static int allreduce_step(struct xs_nbc *s)
 		/* fall through */
 	case 2: /* from the site leader */
 		if (leader) {
-			struct xs_tinfo ti;
-
-			xs_tinfo(s->t, &ti);
 			rc = xs_combine(c->me, s->buf, s->theirs, s->count, s->t, s->op, &ti);
 			if (rc != MPI_SUCCESS)
 				break;
@@ -222,9 +223,7 @@ static int barrier_step(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
 	MPI_Comm lc = c->nb_local[s->lane];
-	int tag = TAG_NBC + s->lane;
 	int lrank = c->lrank[c->rank], lsize = c->n[c->me], rc = MPI_SUCCESS;
-	int other = c->members[1 - c->me][0];
 
 	s->nsub = 0;
 	switch (s->step++) {
@@ -241,14 +240,7 @@ static int barrier_step(struct xs_nbc *s)
 		if (lrank == 0) {
 			static char none;
 
-			rc = PMPI_Irecv(&none, 0, MPI_BYTE, other, tag, c->priv, &s->sub[0]);
-			s->nsub = rc == MPI_SUCCESS;
-			if (rc == MPI_SUCCESS) {
-				xs_count(c->wrank[other], 0, 1);
-				rc = PMPI_Isend(&none, 0, MPI_BYTE, other, tag, c->priv,
-						&s->sub[1]);
-				s->nsub += rc == MPI_SUCCESS;
-			}
+			rc = swap(s, &none, &none, 0, MPI_BYTE);
 			break;
 		}
 		s->step++;
