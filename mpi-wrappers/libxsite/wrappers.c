@@ -340,13 +340,14 @@ static void log_decision(struct xs_comm *c, enum xs_coll_id coll, const char *wh
 }
 
 /* the blocking form of a nonblocking collective, whose hand-off verdict it
- * takes */
+ * takes (a blocking one's is itself) */
 static enum xs_coll_id blocking_form(enum xs_coll_id coll)
 {
 	switch (coll) {
 	case XS_IALLREDUCE: return XS_ALLREDUCE;
 	case XS_IBCAST: return XS_BCAST;
-	default: return XS_BARRIER;
+	case XS_IBARRIER: return XS_BARRIER;
+	default: return coll;
 	}
 }
 
@@ -357,12 +358,15 @@ static enum xs_coll_id blocking_form(enum xs_coll_id coll)
  * size is the call's size for the hand-off (race.c); why_call is a reason
  * of this call (count 0, op, size) or NULL; why_shape, if given, a reason
  * of the communicator's layout (after its set-up) or NULL; every input of
- * the decision is the same on every rank of the communicator.
+ * the decision is the same on every rank of the communicator.  A
+ * nonblocking collective (nbc.c) is not raced: it takes its blocking
+ * form's verdict, and k = 1.
  */
 static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t size,
 		  const char *why_call, const char *(*why_shape)(const struct xs_comm *),
-		  int nb, struct xs_comm **cp)
+		  struct xs_comm **cp)
 {
+	int nb = blocking_form(coll) != coll;
 	struct xs_comm *c = xs_comm_get(comm);
 	const char *why = NULL;
 	int k;
@@ -488,22 +492,10 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 static int route(MPI_Comm comm, enum xs_coll_id coll, uint64_t total,
 		 uint64_t unit, int root, const char *why, struct xs_comm **cp)
 {
-	int k = decide(comm, coll, total, total, why, NULL, 0, cp);
+	int k = decide(comm, coll, total, total, why, NULL, cp);
 
 	if (!k && MODELLED(*cp))
 		model(*cp, coll, unit, root);
-	return k;
-}
-
-/* route() for a nonblocking form: libxsite's through the two leaders, or
- * the MPI library's counted with the model */
-static int route_nb(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, int root,
-		    const char *why, struct xs_comm **cp)
-{
-	int k = decide(comm, coll, bytes, bytes, why, NULL, 1, cp);
-
-	if (!k && MODELLED(*cp))
-		model(*cp, coll, bytes, root);
 	return k;
 }
 
@@ -712,7 +704,7 @@ static int modelled(int k, struct xs_comm *const *cp, enum xs_coll_id coll,
 		   modelled(decide(comm, XS_REDUCE_SCATTER, 0,                \
 				   blocks_bytes(comm, cnt, block, t),         \
 				   reduce_scatter_why(comm, cnt, block, t, op),\
-				   NULL, 0, &c),                              \
+				   NULL, &c),                                 \
 			    &c, XS_REDUCE_SCATTER, cnt, block, t),             \
 		   xs_reduce_scatter(c, sbuf, rbuf, cnt, block, t, op))
 
@@ -735,7 +727,7 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 {
 	COLLECTIVE(PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm),
 		   modelled(decide(comm, XS_ALLGATHERV, 0, blocks_bytes(comm, rcounts, 0, rtype),
-				   blocks_why(comm, rcounts, 0, rtype), NULL, 0, &c),
+				   blocks_why(comm, rcounts, 0, rtype), NULL, &c),
 			    &c, XS_ALLGATHERV, rcounts, 0, rtype),
 		   xs_allgatherv(c, sbuf, scount, stype, rbuf, rcounts, displs, rtype));
 }
@@ -744,7 +736,7 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 #define SCAN(lib, coll, exclusive)                                            \
 	COLLECTIVE(lib,                                                       \
 		   modelled(decide(comm, coll, 0, nbytes(count, t),           \
-				   scan_why(count, t, op), order_why, 0, &c), \
+				   scan_why(count, t, op), order_why, &c),    \
 			    &c, coll, NULL, count, t),                        \
 		   xs_scan(c, sbuf, rbuf, count, t, op, exclusive))
 
@@ -870,8 +862,8 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_
 		   MPI_Comm comm, MPI_Request *req)
 {
 	COLLECTIVE(PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req),
-		   route_nb(comm, XS_IALLREDUCE, nbytes(count, t), 0,
-			    nb_reduce_why(count, t, op), &c),
+		   route(comm, XS_IALLREDUCE, nbytes(count, t), nbytes(count, t), 0,
+			 nb_reduce_why(count, t, op), &c),
 		   xs_iallreduce(c, sbuf, rbuf, count, t, op, req));
 }
 
@@ -889,14 +881,14 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 	       MPI_Request *req)
 {
 	COLLECTIVE(PMPI_Ibcast(buf, count, t, root, comm, req),
-		   route_nb(comm, XS_IBCAST, nbytes(count, t), root,
-			    bytes_why(nbytes(count, t)), &c),
+		   route(comm, XS_IBCAST, nbytes(count, t), nbytes(count, t), root,
+			 bytes_why(nbytes(count, t)), &c),
 		   xs_ibcast(c, buf, count, t, root, req));
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 {
-	COLLECTIVE(PMPI_Ibarrier(comm, req), route_nb(comm, XS_IBARRIER, 0, 0, NULL, &c),
+	COLLECTIVE(PMPI_Ibarrier(comm, req), route(comm, XS_IBARRIER, 0, 0, 0, NULL, &c),
 		   xs_ibarrier(c, req));
 }
 
