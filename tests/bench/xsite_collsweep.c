@@ -144,6 +144,7 @@ int main(int argc, char **argv)
 	for (c = 0; c < NCOLL; c++)
 		for (s = 0; s < nsizes && want[c]; s++) {
 			long bytes = sizes[s], n = bytes / 8 ? bytes / 8 : 1, blk = n / size ? n / size : 1;
+			long quarter = n / 4 ? n / 4 : 1; /* iallreduce4's calls */
 			int it = bytes >= 16777216 ? 1 : bytes >= 1048576 ? 2 + iters / 5 :
 				 bytes >= 65536 ? 2 + iters / 2 : iters;
 			double t = 0, t0 = 0, tmax, tb = 0, T = 0, late = 0, lmax = 0, e, emax;
@@ -230,10 +231,10 @@ int main(int argc, char **argv)
 					break;
 				case IALLREDUCE4: /* b: a fourth of it each */
 					for (r = 0; r < 4; r++)
-						MPI_Iallreduce((double *)a + r * (n / 4 ? n / 4 : 1),
-							       (double *)b + r * (n / 4 ? n / 4 : 1),
-							       (int)(n / 4 ? n / 4 : 1), MPI_DOUBLE, MPI_SUM,
-							       MPI_COMM_WORLD, &four[r]);
+						MPI_Iallreduce((double *)a + r * quarter,
+							       (double *)b + r * quarter, (int)quarter,
+							       MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+							       &four[r]);
 					MPI_Waitall(4, four, MPI_STATUSES_IGNORE);
 					break;
 				default: /* the loop runs over the collectives above */
