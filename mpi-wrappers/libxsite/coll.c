@@ -33,9 +33,8 @@ const char *const xs_coll_name[XS_NCOLL] = {
 	"allreduce", "reduce", "bcast", "barrier",
 	"allgather", "gather", "scatter", "alltoall",
 	"reduce_scatter", "allgatherv", "scan", "exscan",
-	"iallreduce", "ibcast", "ibarrier",
+	"iallreduce", "ibcast", "ibarrier", "iallgather",
 };
-
 
 #define CHECK(x) do { rc = (x); if (rc != MPI_SUCCESS) goto out; } while (0)
 
@@ -82,14 +81,14 @@ static char *xmalloc(size_t n)
 }
 
 /* segment j of k of total items */
-static int seg_lo(int total, int k, int j)
+int xs_seg_lo(int total, int k, int j)
 {
 	return (int)((long long)total * j / k);
 }
 
-static int seg_len(int total, int k, int j)
+int xs_seg_len(int total, int k, int j)
 {
-	return seg_lo(total, k, j + 1) - seg_lo(total, k, j);
+	return xs_seg_lo(total, k, j + 1) - xs_seg_lo(total, k, j);
 }
 
 /* the segment (range) of k that item i falls in */
@@ -97,37 +96,32 @@ static int seg_of(int total, int k, int i)
 {
 	int j;
 
-	for (j = 0; j < k - 1 && i >= seg_lo(total, k, j + 1); j++)
+	for (j = 0; j < k - 1 && i >= xs_seg_lo(total, k, j + 1); j++)
 		;
 	return j;
 }
 
 /* stream rank j of site s (comm rank); k = 1: the site leader */
-static int stream(const struct xs_comm *c, int s, int k, int j)
+int xs_stream(const struct xs_comm *c, int s, int k, int j)
 {
 	return k == 1 ? c->members[s][0] : c->streams[s][j];
 }
 
 /* my index among the k stream ranks of my site, or -1 */
-static int my_stream(const struct xs_comm *c, int k)
+int xs_my_stream(const struct xs_comm *c, int k)
 {
 	int j;
 
 	for (j = 0; j < k; j++)
-		if (stream(c, c->me, k, j) == c->rank)
+		if (xs_stream(c, c->me, k, j) == c->rank)
 			return j;
 	return -1;
 }
 
-/* packed images: the data of (buf, count, t) as contiguous bytes */
-struct img {
-	char *p;
-	void *base; /* allocated here, else NULL */
-	size_t bytes;
-};
+/* ---- packed images (internal.h) ----------------------------------------- */
 
-static int img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
-		  int force_copy, struct img *im)
+int xs_img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
+	      int force_copy, struct xs_img *im)
 {
 	struct xs_tinfo ti;
 	int pos = 0, rc;
@@ -152,7 +146,7 @@ static int img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
 	return rc;
 }
 
-static int img_out(void *buf, int count, MPI_Datatype t, struct img *im)
+int xs_img_out(void *buf, int count, MPI_Datatype t, struct xs_img *im)
 {
 	struct xs_tinfo ti;
 
@@ -168,8 +162,8 @@ static int img_out(void *buf, int count, MPI_Datatype t, struct img *im)
 }
 
 /* unpack an output image into the user's buffer */
-static int img_done(struct img *im, void *buf, int count, MPI_Datatype t,
-		    MPI_Comm comm)
+int xs_img_done(struct xs_img *im, void *buf, int count, MPI_Datatype t,
+		MPI_Comm comm)
 {
 	int pos = 0;
 
@@ -178,7 +172,7 @@ static int img_done(struct img *im, void *buf, int count, MPI_Datatype t,
 	return PMPI_Unpack(im->p, (int)im->bytes, &pos, buf, count, t, comm);
 }
 
-static void img_free(struct img *im)
+void xs_img_free(struct xs_img *im)
 {
 	free(im->base);
 	im->base = NULL;
@@ -188,7 +182,7 @@ static void img_free(struct img *im)
  * its requests (nr of them still outstanding), the blocks of the two sites
  * (x), a staging buffer (y) and a segment layout (cnt, dsp) */
 struct work {
-	struct img im[2];
+	struct xs_img im[2];
 	MPI_Request *req;
 	int nr;
 	char *x[2], *y;
@@ -201,8 +195,8 @@ static int work_end(struct work *w, int rc)
 {
 	if (w->nr)
 		PMPI_Waitall(w->nr, w->req, MPI_STATUSES_IGNORE);
-	img_free(&w->im[0]);
-	img_free(&w->im[1]);
+	xs_img_free(&w->im[0]);
+	xs_img_free(&w->im[1]);
 	free(w->x[0]);
 	free(w->x[1]);
 	free(w->y);
@@ -424,15 +418,15 @@ static void seg_fill(const struct xs_comm *c, int total, int k, int *cnt, int *d
 	int j;
 
 	for (j = 0; j < k; j++) {
-		int l = c->lrank[stream(c, c->me, k, j)];
+		int l = c->lrank[xs_stream(c, c->me, k, j)];
 
-		cnt[l] = seg_len(total, k, j);
-		dsp[l] = seg_lo(total, k, j);
+		cnt[l] = xs_seg_len(total, k, j);
+		dsp[l] = xs_seg_lo(total, k, j);
 	}
 }
 
-static int seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
-		      int **dsp)
+int xs_seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
+		  int **dsp)
 {
 	int n = c->n[c->me];
 
@@ -490,10 +484,10 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 
 	xs_tinfo(t, &ti);
 	m = pipeline_steps(count, ti.size, k);
-	j = my_stream(c, k);
-	peer = j >= 0 ? stream(c, 1 - c->me, k, j) : MPI_PROC_NULL;
+	j = xs_my_stream(c, k);
+	peer = j >= 0 ? xs_stream(c, 1 - c->me, k, j) : MPI_PROC_NULL;
 	for (total = 0, q = 0; j >= 0 && q < m; q++)
-		total += seg_len(seg_len(count, m, q), k, j);
+		total += xs_seg_len(xs_seg_len(count, m, q), k, j);
 	mine = xs_tmp_typed(total, &ti, &b1);
 	theirs = xs_tmp_typed(sender ? 0 : total, &ti, &b2);
 	req = malloc(sizeof(MPI_Request) * (size_t)(2 * m));
@@ -503,8 +497,8 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 		CHECK(MPI_ERR_NO_MEM);
 
 	for (q = 0, off = 0; q < m; q++, off += p) {
-		lo = seg_lo(count, m, q);
-		seg_fill(c, seg_len(count, m, q), k, cnt, dsp);
+		lo = xs_seg_lo(count, m, q);
+		seg_fill(c, xs_seg_len(count, m, q), k, cnt, dsp);
 		p = j >= 0 ? cnt[L.rank] : 0;
 		CHECK(sub_reduce_scatter(&L, (const char *)in + (MPI_Aint)lo * ti.ext,
 					 mine + (MPI_Aint)off * ti.ext, cnt, t, op));
@@ -519,8 +513,8 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 	for (q = 0, off = 0; q < m; q++, off += p) {
 		char *mq = mine + (MPI_Aint)off * ti.ext;
 
-		lo = seg_lo(count, m, q);
-		seg_fill(c, seg_len(count, m, q), k, cnt, dsp);
+		lo = xs_seg_lo(count, m, q);
+		seg_fill(c, xs_seg_len(count, m, q), k, cnt, dsp);
 		p = j >= 0 ? cnt[L.rank] : 0;
 		if (j >= 0) {
 			CHECK(PMPI_Waitall(per_step, &req[done], MPI_STATUSES_IGNORE));
@@ -637,13 +631,13 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	     int k)
 {
 	struct sub L = sub_local(c);
-	struct img im = { NULL, NULL, 0 };
+	struct xs_img im = { NULL, NULL, 0 };
 	MPI_Request req = MPI_REQUEST_NULL;
 	int *cnt = NULL, *dsp = NULL, rc, j, n;
 	int rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
 
-	CHECK(amroot ? img_in(buf, count, t, c->comm, 0, &im)
-		     : img_out(buf, count, t, &im));
+	CHECK(amroot ? xs_img_in(buf, count, t, c->comm, 0, &im)
+		     : xs_img_out(buf, count, t, &im));
 	n = (int)im.bytes;
 	if (k == 1) {
 		if (amroot)
@@ -658,8 +652,8 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 			CHECK(local_bcast(c, im.p, n, MPI_BYTE));
 	} else {
 		/* scatter to the stream ranks, across in k pairs, allgather */
-		CHECK(seg_layout(c, n, k, &cnt, &dsp));
-		j = my_stream(c, k);
+		CHECK(xs_seg_layout(c, n, k, &cnt, &dsp));
+		j = xs_my_stream(c, k);
 		if (c->me == rs) {
 			uint64_t *b = counts_bytes(cnt, L.size, MPI_BYTE);
 
@@ -672,10 +666,10 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 					    c->lrank[root], c->local));
 			if (j >= 0)
 				CHECK(isend_to(c, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
-					       stream(c, other, k, j), TAG_CROSS, &req));
+					       xs_stream(c, other, k, j), TAG_CROSS, &req));
 		} else if (j >= 0) {
 			CHECK(PMPI_Recv(im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
-					stream(c, rs, k, j), TAG_CROSS, c->priv,
+					xs_stream(c, rs, k, j), TAG_CROSS, c->priv,
 					MPI_STATUS_IGNORE));
 		}
 		CHECK(sub_allgatherv(&L, im.p, cnt, dsp, MPI_BYTE));
@@ -683,11 +677,11 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	CHECK(PMPI_Wait(&req, MPI_STATUS_IGNORE));
 	FAULT(c, XS_BCAST, !amroot && c->rank == c->size - 1, im.p, im.bytes);
 	if (!amroot)
-		CHECK(img_done(&im, buf, count, t, c->comm));
+		CHECK(xs_img_done(&im, buf, count, t, c->comm));
 out:
 	if (req != MPI_REQUEST_NULL)
 		PMPI_Wait(&req, MPI_STATUS_IGNORE);
-	img_free(&im);
+	xs_img_free(&im);
 	free(cnt);
 	free(dsp);
 	return rc;
@@ -716,17 +710,17 @@ out:
 /* ---- Allgather ---------------------------------------------------------- */
 
 /* my block, packed: from sbuf, or (MPI_IN_PLACE) from my place in rbuf */
-static int own_block(const struct xs_comm *c, const void *sbuf, int scount,
-		     MPI_Datatype stype, const void *rbuf, int rcount,
-		     MPI_Datatype rtype, int pos, struct img *im)
+int xs_own_block(const struct xs_comm *c, const void *sbuf, int scount,
+		 MPI_Datatype stype, const void *rbuf, int rcount,
+		 MPI_Datatype rtype, int pos, struct xs_img *im)
 {
 	MPI_Aint lb, ext;
 
 	if (sbuf != MPI_IN_PLACE)
-		return img_in(sbuf, scount, stype, c->comm, 0, im);
+		return xs_img_in(sbuf, scount, stype, c->comm, 0, im);
 	PMPI_Type_get_extent(rtype, &lb, &ext);
-	return img_in((const char *)rbuf + (MPI_Aint)pos * rcount * ext, rcount,
-		      rtype, c->comm, 0, im);
+	return xs_img_in((const char *)rbuf + (MPI_Aint)pos * rcount * ext, rcount,
+			 rtype, c->comm, 0, im);
 }
 
 int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
@@ -735,12 +729,12 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 {
 	struct sub L = sub_local(c);
 	struct work w = { .nr = 0 }; /* nothing owned yet */
-	struct img *own = &w.im[0], *out = &w.im[1];
+	struct xs_img *own = &w.im[0], *out = &w.im[1];
 	char **x = w.x;
 	int rc, r, j, me = c->me, other = 1 - me;
 	size_t b;
 
-	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype, c->rank, own));
+	CHECK(xs_own_block(c, sbuf, scount, stype, rbuf, rcount, rtype, c->rank, own));
 	b = own->bytes;
 	x[0] = xmalloc((size_t)c->n[0] * b);
 	x[1] = xmalloc((size_t)c->n[1] * b);
@@ -753,14 +747,14 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 	CHECK(PMPI_Allgather(own->p, (int)b, MPI_BYTE, x[me], (int)b, MPI_BYTE,
 			     c->local));
 	/* across: segment j of each site's blocks between stream pair j */
-	j = my_stream(c, k);
+	j = xs_my_stream(c, k);
 	if (j >= 0) {
 		int ms = (int)((size_t)c->n[me] * b), os = (int)((size_t)c->n[other] * b);
-		int peer = stream(c, other, k, j);
+		int peer = xs_stream(c, other, k, j);
 
-		CHECK(irecv_from(c, x[other] + seg_lo(os, k, j), seg_len(os, k, j),
+		CHECK(irecv_from(c, x[other] + xs_seg_lo(os, k, j), xs_seg_len(os, k, j),
 				 MPI_BYTE, peer, TAG_CROSS, &w.req[w.nr++]));
-		CHECK(isend_to(c, x[me] + seg_lo(ms, k, j), seg_len(ms, k, j),
+		CHECK(isend_to(c, x[me] + xs_seg_lo(ms, k, j), xs_seg_len(ms, k, j),
 			       MPI_BYTE, peer, TAG_CROSS, &w.req[w.nr++]));
 		CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
 		w.nr = 0;
@@ -769,16 +763,16 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 	if (k == 1) {
 		CHECK(local_bcast(c, x[other], (int)((size_t)c->n[other] * b), MPI_BYTE));
 	} else {
-		CHECK(seg_layout(c, (int)((size_t)c->n[other] * b), k, &w.cnt, &w.dsp));
+		CHECK(xs_seg_layout(c, (int)((size_t)c->n[other] * b), k, &w.cnt, &w.dsp));
 		CHECK(sub_allgatherv(&L, x[other], w.cnt, w.dsp, MPI_BYTE));
 	}
 	/* in comm rank order */
-	CHECK(img_out(rbuf, c->size * rcount, rtype, out));
+	CHECK(xs_img_out(rbuf, c->size * rcount, rtype, out));
 	for (r = 0; r < c->size; r++)
 		memcpy(out->p + (size_t)r * b,
 		       x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
 	FAULT(c, XS_ALLGATHER, c->rank == c->size - 1, out->p, out->bytes);
-	CHECK(img_done(out, rbuf, c->size * rcount, rtype, c->comm));
+	CHECK(xs_img_done(out, rbuf, c->size * rcount, rtype, c->comm));
 out:
 	return work_end(&w, rc);
 }
@@ -791,14 +785,14 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 {
 	struct sub L = sub_local(c);
 	struct work w = { .nr = 0 }; /* nothing owned yet */
-	struct img *own = &w.im[0], *out = &w.im[1];
+	struct xs_img *own = &w.im[0], *out = &w.im[1];
 	char **x = w.x;
 	int rc, r, j, l, rs = c->site_of[root], other = 1 - rs;
 	int amroot = c->rank == root, lr = L.rank;
 	size_t b;
 
-	CHECK(own_block(c, sbuf, scount, stype, rbuf, rcount, rtype,
-			root, own));
+	CHECK(xs_own_block(c, sbuf, scount, stype, rbuf, rcount, rtype,
+			   root, own));
 	b = own->bytes;
 	w.req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
 	if (!w.req)
@@ -812,11 +806,11 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 				CHECK(MPI_ERR_NO_MEM);
 			/* the other site's blocks: k messages, one per stream */
 			for (j = 0; j < k; j++) {
-				int lo = seg_lo(c->n[other], k, j);
+				int lo = xs_seg_lo(c->n[other], k, j);
 
 				CHECK(irecv_from(c, x[other] + (size_t)lo * b,
-						 (int)((size_t)seg_len(c->n[other], k, j) * b),
-						 MPI_BYTE, stream(c, other, k, j), TAG_CROSS,
+						 (int)((size_t)xs_seg_len(c->n[other], k, j) * b),
+						 MPI_BYTE, xs_stream(c, other, k, j), TAG_CROSS,
 						 &w.req[w.nr++]));
 			}
 		}
@@ -826,12 +820,12 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 		if (amroot) {
 			CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
 			w.nr = 0;
-			CHECK(img_out(rbuf, c->size * rcount, rtype, out));
+			CHECK(xs_img_out(rbuf, c->size * rcount, rtype, out));
 			for (r = 0; r < c->size; r++)
 				memcpy(out->p + (size_t)r * b,
 				       x[c->site_of[r]] + (size_t)c->lrank[r] * b, b);
 			FAULT(c, XS_GATHER, 1, out->p, out->bytes);
-			CHECK(img_done(out, rbuf, c->size * rcount, rtype, c->comm));
+			CHECK(xs_img_done(out, rbuf, c->size * rcount, rtype, c->comm));
 		}
 	} else if (k == 1) {
 		/* gather at the leader, one message to the root */
@@ -846,10 +840,10 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 	} else {
 		/* stream j collects the blocks of local ranks in range j and
 		 * sends them to the root */
-		int n = c->n[c->me], mj = my_stream(c, k), sj = seg_of(n, k, lr);
+		int n = c->n[c->me], mj = xs_my_stream(c, k), sj = seg_of(n, k, lr);
 
 		if (mj >= 0) {
-			int lo = seg_lo(n, k, mj), len = seg_len(n, k, mj);
+			int lo = xs_seg_lo(n, k, mj), len = xs_seg_len(n, k, mj);
 
 			if (!(w.y = xmalloc((size_t)len * b)))
 				CHECK(MPI_ERR_NO_MEM);
@@ -861,13 +855,13 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 							 MPI_BYTE, c->members[c->me][l],
 							 TAG_TO_STREAM, &w.req[w.nr++]));
 		}
-		if (stream(c, c->me, k, sj) != c->rank)
-			CHECK(isend_to(c, own->p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
+		if (xs_stream(c, c->me, k, sj) != c->rank)
+			CHECK(isend_to(c, own->p, (int)b, MPI_BYTE, xs_stream(c, c->me, k, sj),
 				       TAG_TO_STREAM, &w.req[w.nr++]));
 		CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
 		w.nr = 0;
 		if (mj >= 0)
-			CHECK(send_to(c, w.y, (int)((size_t)seg_len(n, k, mj) * b), MPI_BYTE,
+			CHECK(send_to(c, w.y, (int)((size_t)xs_seg_len(n, k, mj) * b), MPI_BYTE,
 				      root, TAG_CROSS));
 	}
 out:
@@ -882,7 +876,7 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 {
 	struct sub L = sub_local(c);
 	struct work w = { .nr = 0 }; /* nothing owned yet */
-	struct img *in = &w.im[0], *mine = &w.im[1];
+	struct xs_img *in = &w.im[0], *mine = &w.im[1];
 	char **x = w.x;
 	int rc, r, j, l, rs = c->site_of[root], other = 1 - rs;
 	int amroot = c->rank == root, lr = L.rank, inplace;
@@ -897,13 +891,13 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 	if (!w.req)
 		CHECK(MPI_ERR_NO_MEM);
 	if (amroot) {
-		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, in));
+		CHECK(xs_img_in(sbuf, c->size * scount, stype, c->comm, 0, in));
 		b = in->bytes / (size_t)c->size;
 	} else {
 		b = nbytes(rcount, rtype);
 	}
 	if (!inplace)
-		CHECK(img_out(rbuf, rcount, rtype, mine));
+		CHECK(xs_img_out(rbuf, rcount, rtype, mine));
 
 	if (amroot) {
 		/* blocks in site-local order; the other site's go out first */
@@ -915,9 +909,9 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 			memcpy(x[c->site_of[r]] + (size_t)c->lrank[r] * b,
 			       in->p + (size_t)r * b, b);
 		for (j = 0; j < k; j++)
-			CHECK(isend_to(c, x[other] + (size_t)seg_lo(c->n[other], k, j) * b,
-				       (int)((size_t)seg_len(c->n[other], k, j) * b),
-				       MPI_BYTE, stream(c, other, k, j), TAG_CROSS,
+			CHECK(isend_to(c, x[other] + (size_t)xs_seg_lo(c->n[other], k, j) * b,
+				       (int)((size_t)xs_seg_len(c->n[other], k, j) * b),
+				       MPI_BYTE, xs_stream(c, other, k, j), TAG_CROSS,
 				       &w.req[w.nr++]));
 	}
 	if (c->me == rs) {
@@ -938,13 +932,13 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 	} else {
 		/* stream j receives the blocks of local ranks in range j from the
 		 * root and hands them out */
-		int n = c->n[c->me], mj = my_stream(c, k), sj = seg_of(n, k, lr);
+		int n = c->n[c->me], mj = xs_my_stream(c, k), sj = seg_of(n, k, lr);
 
-		if (stream(c, c->me, k, sj) != c->rank)
-			CHECK(irecv_from(c, mine->p, (int)b, MPI_BYTE, stream(c, c->me, k, sj),
+		if (xs_stream(c, c->me, k, sj) != c->rank)
+			CHECK(irecv_from(c, mine->p, (int)b, MPI_BYTE, xs_stream(c, c->me, k, sj),
 					 TAG_FROM_STREAM, &w.req[w.nr++]));
 		if (mj >= 0) {
-			int lo = seg_lo(n, k, mj), len = seg_len(n, k, mj);
+			int lo = xs_seg_lo(n, k, mj), len = xs_seg_len(n, k, mj);
 
 			if (!(w.y = xmalloc((size_t)len * b)))
 				CHECK(MPI_ERR_NO_MEM);
@@ -963,7 +957,7 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 	w.nr = 0;
 	if (!inplace) {
 		FAULT(c, XS_SCATTER, c->rank == c->size - 1, mine->p, mine->bytes);
-		CHECK(img_done(mine, rbuf, rcount, rtype, c->comm));
+		CHECK(xs_img_done(mine, rbuf, rcount, rtype, c->comm));
 	}
 out:
 	return work_end(&w, rc);
@@ -1043,7 +1037,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		int k)
 {
 	struct sub L = sub_local(c);
-	struct img in = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
+	struct xs_img in = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
 	MPI_Request *req = NULL, *rA = NULL, rb[2], ra[1];
 	char *cm = NULL, *g = NULL, *h = NULL, *d = NULL, *rx = NULL;
 	int rc, l, j, s, nr = 0, nb = 0, nrA = 0, na = 0, me = c->me, o = 1 - me;
@@ -1053,11 +1047,11 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 
 	/* with MPI_IN_PLACE the input is rbuf, which the output overwrites */
 	if (sbuf == MPI_IN_PLACE)
-		CHECK(img_in(rbuf, c->size * rcount, rtype, c->comm, 1, &in));
+		CHECK(xs_img_in(rbuf, c->size * rcount, rtype, c->comm, 1, &in));
 	else
-		CHECK(img_in(sbuf, c->size * scount, stype, c->comm, 0, &in));
+		CHECK(xs_img_in(sbuf, c->size * scount, stype, c->comm, 0, &in));
 	b = in.bytes / (size_t)c->size;
-	CHECK(img_out(rbuf, c->size * rcount, rtype, &out));
+	CHECK(xs_img_out(rbuf, c->size * rcount, rtype, &out));
 	if (k > 1) {
 		CHECK(alltoall_direct(c, in.p, out.p, b));
 		goto deliver;
@@ -1067,16 +1061,16 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 	req = malloc(sizeof(MPI_Request) * (size_t)(2 * nm + 2 * k + 4));
 	if (!cm || !rx || !req)
 		CHECK(MPI_ERR_NO_MEM);
-	mj = my_stream(c, k);
-	sa = stream(c, me, k, seg_of(nm, k, lr));
+	mj = xs_my_stream(c, k);
+	sa = xs_stream(c, me, k, seg_of(nm, k, lr));
 
 	/* (C) receives first: from stream j, the blocks of range j at the
 	 * other site */
 	for (j = 0; j < k; j++) {
-		s = stream(c, me, k, j);
+		s = xs_stream(c, me, k, j);
 		if (s != c->rank)
-			CHECK(irecv_from(c, rx + (size_t)seg_lo(no, k, j) * b,
-					 (int)((size_t)seg_len(no, k, j) * b), MPI_BYTE, s,
+			CHECK(irecv_from(c, rx + (size_t)xs_seg_lo(no, k, j) * b,
+					 (int)((size_t)xs_seg_len(no, k, j) * b), MPI_BYTE, s,
 					 TAG_FROM_STREAM, &req[nr++]));
 	}
 
@@ -1087,8 +1081,8 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		int lo = 0, len = 0;
 
 		if (mj >= 0) {
-			lo = seg_lo(nm, k, mj);
-			len = seg_len(nm, k, mj);
+			lo = xs_seg_lo(nm, k, mj);
+			len = xs_seg_len(nm, k, mj);
 			g = xmalloc((size_t)len * (size_t)no * b);
 			rA = malloc(sizeof(MPI_Request) * (size_t)(len + 1));
 			if (!g || !rA)
@@ -1114,8 +1108,8 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 	 * back range j of the other site x all of mine; posted before the
 	 * exchange inside the site, waited for after it */
 	if (mj >= 0) {
-		int lenm = seg_len(nm, k, mj), leno = seg_len(no, k, mj);
-		int peer = stream(c, o, k, mj);
+		int lenm = xs_seg_len(nm, k, mj), leno = xs_seg_len(no, k, mj);
+		int peer = xs_stream(c, o, k, mj);
 
 		h = xmalloc((size_t)leno * (size_t)nm * b);
 		d = xmalloc((size_t)leno * (size_t)nm * b);
@@ -1131,7 +1125,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 	CHECK(alltoall_local(c, in.p, out.p, b));
 
 	if (mj >= 0) {
-		int leno = seg_len(no, k, mj), src, dst;
+		int leno = xs_seg_len(no, k, mj), src, dst;
 		MPI_Request *rC;
 		int nC = 0;
 
@@ -1151,7 +1145,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 			char *col = d + (size_t)dst * leno * b;
 
 			if (c->members[me][dst] == c->rank)
-				memcpy(rx + (size_t)seg_lo(no, k, mj) * b, col,
+				memcpy(rx + (size_t)xs_seg_lo(no, k, mj) * b, col,
 				       (size_t)leno * b);
 			else if ((rc = isend_to(c, col, (int)((size_t)leno * b), MPI_BYTE,
 						c->members[me][dst], TAG_FROM_STREAM,
@@ -1170,7 +1164,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		memcpy(out.p + (size_t)c->members[o][l] * b, rx + (size_t)l * b, b);
 deliver:
 	FAULT(c, XS_ALLTOALL, c->rank == c->size - 1, out.p, out.bytes);
-	CHECK(img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
+	CHECK(xs_img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
 out:
 	if (nr)
 		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
@@ -1180,8 +1174,8 @@ out:
 		PMPI_Waitall(na, ra, MPI_STATUSES_IGNORE);
 	if (nb)
 		PMPI_Waitall(nb, rb, MPI_STATUSES_IGNORE);
-	img_free(&in);
-	img_free(&out);
+	xs_img_free(&in);
+	xs_img_free(&out);
 	free(cm);
 	free(rx);
 	free(g);
@@ -1334,7 +1328,7 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 {
 	struct sub L = sub_local(c);
 	struct work w = { .nr = 0 }; /* nothing owned yet */
-	struct img *own = &w.im[0];
+	struct xs_img *own = &w.im[0];
 	struct xs_tinfo ti;
 	int *cnt[2] = { NULL, NULL }, *dsp[2] = { NULL, NULL }, bytes[2] = { 0, 0 };
 	int rc, r, s, l, me = c->me, other = 1 - me;
@@ -1342,10 +1336,10 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 
 	xs_tinfo(rtype, &ti);
 	if (sbuf == MPI_IN_PLACE)
-		CHECK(img_in((const char *)rbuf + (MPI_Aint)displs[c->rank] * ti.ext,
-			     rcounts[c->rank], rtype, c->comm, 0, own));
+		CHECK(xs_img_in((const char *)rbuf + (MPI_Aint)displs[c->rank] * ti.ext,
+				rcounts[c->rank], rtype, c->comm, 0, own));
 	else
-		CHECK(img_in(sbuf, scount, stype, c->comm, 0, own));
+		CHECK(xs_img_in(sbuf, scount, stype, c->comm, 0, own));
 	for (s = 0; s < 2; s++) {
 		cnt[s] = calloc((size_t)c->n[s], sizeof(int));
 		dsp[s] = calloc((size_t)c->n[s], sizeof(int));

@@ -70,7 +70,7 @@ enum xs_coll_id {
 	XS_ALLREDUCE, XS_REDUCE, XS_BCAST, XS_BARRIER,
 	XS_ALLGATHER, XS_GATHER, XS_SCATTER, XS_ALLTOALL,
 	XS_REDUCE_SCATTER, XS_ALLGATHERV, XS_SCAN, XS_EXSCAN,
-	XS_IALLREDUCE, XS_IBCAST, XS_IBARRIER, /* the nonblocking ones libxsite runs */
+	XS_IALLREDUCE, XS_IBCAST, XS_IBARRIER, XS_IALLGATHER, /* the nonblocking ones libxsite runs */
 	XS_NCOLL
 };
 
@@ -175,6 +175,40 @@ int xs_copy_typed(void *dst, const void *src, int count, MPI_Datatype t,
 int xs_combine(int mysite, void *mine, void *theirs, int count, MPI_Datatype t,
 	       MPI_Op op, const struct xs_tinfo *ti);
 
+/* segment j of k of total items: its first item and its length */
+int xs_seg_lo(int total, int k, int j);
+int xs_seg_len(int total, int k, int j);
+/* stream rank j of site s (comm rank; k = 1: the site leader), and mine
+ * (-1: none) */
+int xs_stream(const struct xs_comm *c, int s, int k, int j);
+int xs_my_stream(const struct xs_comm *c, int k);
+/* counts and displacements of an allgatherv at my site whose stream rank j
+ * holds segment j of total items (the others none) */
+int xs_seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
+		  int **dsp);
+
+/* packed images: the data of (buf, count, t) as contiguous bytes, the
+ * buffer itself where t is a predefined type without gaps (force_copy: a
+ * copy all the same) */
+struct xs_img {
+	char *p;
+	void *base; /* allocated here, else NULL */
+	size_t bytes;
+};
+int xs_img_in(const void *buf, int count, MPI_Datatype t, MPI_Comm comm,
+	      int force_copy, struct xs_img *im);
+/* room for the image of an output buffer */
+int xs_img_out(void *buf, int count, MPI_Datatype t, struct xs_img *im);
+/* unpack an output image into the buffer */
+int xs_img_done(struct xs_img *im, void *buf, int count, MPI_Datatype t,
+		MPI_Comm comm);
+void xs_img_free(struct xs_img *im);
+/* a rank's block of an Allgather or Gather, packed: from sbuf, or
+ * (MPI_IN_PLACE) from its place pos in rbuf */
+int xs_own_block(const struct xs_comm *c, const void *sbuf, int scount,
+		 MPI_Datatype stype, const void *rbuf, int rcount,
+		 MPI_Datatype rtype, int pos, struct xs_img *im);
+
 /* The site-aware algorithms.  The caller has checked everything (two
  * sites, supported arguments); k = 1 (two leaders) or c->kmax streams. */
 int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
@@ -209,7 +243,7 @@ int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	    MPI_Datatype t, MPI_Op op, int exclusive);
 int xs_sites_in_order(const struct xs_comm *c);
 
-/* ---- nbc.c: Iallreduce, Ibcast, Ibarrier; k = 1 -------------------------- */
+/* ---- nbc.c: Iallreduce, Ibcast, Ibarrier (k = 1), Iallgather (k) -------- */
 
 /* NULL when they can be site-aware (the MPI library's progress engine takes
  * libxsite's callback; registered at the first call), else why not */
@@ -220,6 +254,9 @@ int xs_iallreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	      MPI_Request *req);
 int xs_ibarrier(struct xs_comm *c, MPI_Request *req);
+int xs_iallgather(struct xs_comm *c, const void *sbuf, int scount,
+		  MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		  int k, MPI_Request *req);
 
 /* ---- traffic.c -------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /*
  * libxsite: the site-aware nonblocking collectives, MPI_Iallreduce,
- * MPI_Ibcast and MPI_Ibarrier.
+ * MPI_Ibcast, MPI_Ibarrier and MPI_Iallgather.
  *
  * Each is a schedule of steps, as in the blocking forms with k = 1 (coll.c):
  *   Iallreduce: a site-local Ireduce to the site leader; the two leaders
@@ -11,7 +11,13 @@
  *               while its own site's Ibcast runs; that leader's site
  *               Ibcast follows when the message is in;
  *   Ibarrier:   a site-local Ibarrier, the leaders swap an empty message,
- *               a site-local Ibarrier.
+ *               a site-local Ibarrier;
+ *   Iallgather: a site-local Iallgather of the site's blocks (packed), the
+ *               leaders swap their site's blocks, a site-local Ibcast of
+ *               the other site's; then the blocks go to the receive buffer
+ *               in rank order.  From XSITE_LARGE_MSG, as the blocking form,
+ *               k stream pairs swap a segment each, and a site-local
+ *               Iallgatherv of the segments replaces the Ibcast.
  * A step starts when the requests of the one before have completed.  The
  * program holds a generalized request (MPI_Grequest_start), completed at
  * the end of the schedule.  The steps advance in the MPI library's progress
@@ -44,6 +50,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -59,12 +66,18 @@ struct xs_nbc {
 	int done;   /* greq completed: free_fn may free this */
 	int orphan; /* the program freed greq before the end (erroneous) */
 	const void *sbuf;
-	void *buf; /* Iallreduce: the receive buffer; Ibcast: the buffer */
+	/* Iallreduce, Iallgather: the receive buffer; Ibcast: the buffer;
+	 * count items of t (Iallgather: from each rank) */
+	void *buf;
 	int count, root;
+	int k; /* Iallgather: stream pairs */
 	MPI_Datatype t;
 	int tdup; /* t is libxsite's duplicate of a derived type */
 	MPI_Op op;
 	void *theirs, *theirs_base; /* the other site's partial (a leader) */
+	struct xs_img own;  /* Iallgather: my block, packed */
+	char *x[2];         /* Iallgather: the blocks of site 0 and of site 1 */
+	int *cnt, *dsp;     /* Iallgather, k > 1: the segments at my site */
 	struct xs_nbc *next;
 };
 
@@ -123,6 +136,10 @@ static int query_fn(void *extra, MPI_Status *status)
 static void release(struct xs_nbc *s)
 {
 	free(s->theirs_base);
+	xs_img_free(&s->own);
+	free(s->x[0]); /* x[1] is in the same allocation */
+	free(s->cnt);
+	free(s->dsp);
 	free(s);
 }
 
@@ -146,19 +163,21 @@ static int cancel_fn(void *extra, int complete)
 
 /* ---- the steps ------------------------------------------------------------ */
 
-/* The leaders' swap across the link, in s->sub: sbuf out, rbuf in, count
- * items of t each way (counted), on s's lane's tag. */
-static int swap(struct xs_nbc *s, const void *sbuf, void *rbuf, int count, MPI_Datatype t)
+/* A swap across the link with peer (a leader's: the other leader), in
+ * s->sub: scount items of t out of sbuf (counted), rcount in to rbuf, on
+ * s's lane's tag. */
+static int swap(struct xs_nbc *s, int other, const void *sbuf, int scount, void *rbuf,
+		int rcount, MPI_Datatype t)
 {
 	struct xs_comm *c = s->c;
-	int other = c->members[1 - c->me][0], tag = TAG_NBC + s->lane, size, rc;
+	int tag = TAG_NBC + s->lane, size, rc;
 
 	PMPI_Type_size(t, &size);
-	rc = PMPI_Irecv(rbuf, count, t, other, tag, c->priv, &s->sub[0]);
+	rc = PMPI_Irecv(rbuf, rcount, t, other, tag, c->priv, &s->sub[0]);
 	s->nsub = rc == MPI_SUCCESS;
 	if (rc == MPI_SUCCESS) {
-		xs_count(c->wrank[other], (uint64_t)count * (uint64_t)size, 1);
-		rc = PMPI_Isend(sbuf, count, t, other, tag, c->priv, &s->sub[1]);
+		xs_count(c->wrank[other], (uint64_t)scount * (uint64_t)size, 1);
+		rc = PMPI_Isend(sbuf, scount, t, other, tag, c->priv, &s->sub[1]);
 		s->nsub += rc == MPI_SUCCESS;
 	}
 	return rc;
@@ -191,7 +210,8 @@ static int allreduce_step(struct xs_nbc *s)
 	case 1: /* the leaders swap across the link */
 		if (leader) {
 			s->theirs = xs_tmp_typed(s->count, &ti, &s->theirs_base);
-			rc = s->theirs ? swap(s, s->buf, s->theirs, s->count, s->t) :
+			rc = s->theirs ? swap(s, c->members[1 - c->me][0], s->buf, s->count,
+					      s->theirs, s->count, s->t) :
 					 MPI_ERR_NO_MEM;
 			break;
 		}
@@ -240,7 +260,7 @@ static int barrier_step(struct xs_nbc *s)
 		if (lrank == 0) {
 			static char none;
 
-			rc = swap(s, &none, &none, 0, MPI_BYTE);
+			rc = swap(s, c->members[1 - c->me][0], &none, 0, &none, 0, MPI_BYTE);
 			break;
 		}
 		s->step++;
@@ -307,6 +327,77 @@ static int bcast_step(struct xs_nbc *s)
 	return rc == MPI_SUCCESS;
 }
 
+static int allgather_step(struct xs_nbc *s)
+{
+	struct xs_comm *c = s->c;
+	MPI_Comm lc = c->nb_local[s->lane];
+	int lrank = c->lrank[c->rank], lsize = c->n[c->me], me = c->me, other = 1 - me;
+	int b = (int)s->own.bytes, r, j, rc = MPI_SUCCESS; /* all of it < 2 GiB */
+	int ms = c->n[me] * b, os = c->n[other] * b, k = s->k;
+	struct xs_img out;
+
+	s->nsub = 0;
+	switch (s->step++) {
+	case 0: /* my site's blocks, everywhere at my site */
+		xs_model_allgather(c->local_w, lsize, lrank, (uint64_t)b);
+		rc = PMPI_Iallgather(s->own.p, b, MPI_BYTE, s->x[me], b, MPI_BYTE, lc,
+				     &s->sub[0]);
+		s->nsub = rc == MPI_SUCCESS;
+		break;
+	case 1: /* stream pair j swaps segment j of each site's blocks (k = 1:
+		 * the leaders, all of them) */
+		j = xs_my_stream(c, k);
+		if (j >= 0) {
+			rc = swap(s, xs_stream(c, other, k, j), s->x[me] + xs_seg_lo(ms, k, j),
+				  xs_seg_len(ms, k, j), s->x[other] + xs_seg_lo(os, k, j),
+				  xs_seg_len(os, k, j), MPI_BYTE);
+			break;
+		}
+		s->step++;
+		/* fall through */
+	case 2: /* the other site's blocks, everywhere at my site */
+		if (k == 1) {
+			xs_model_bcast(c->local_w, lsize, lrank, 0, (uint64_t)os);
+			rc = PMPI_Ibcast(s->x[other], os, MPI_BYTE, 0, lc, &s->sub[0]);
+		} else {
+			uint64_t *seg;
+
+			rc = xs_seg_layout(c, os, k, &s->cnt, &s->dsp);
+			if (rc != MPI_SUCCESS)
+				break;
+			seg = malloc(sizeof(uint64_t) * (size_t)lsize);
+			for (r = 0; seg && r < lsize; r++)
+				seg[r] = (uint64_t)s->cnt[r];
+			if (seg)
+				xs_model_allgatherv(c->local_w, lsize, lrank, seg);
+			free(seg);
+			rc = PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s->x[other],
+					      s->cnt, s->dsp, MPI_BYTE, lc, &s->sub[0]);
+		}
+		s->nsub = rc == MPI_SUCCESS;
+		break;
+	case 3: /* in comm rank order (c->priv: the program may have freed comm) */
+		rc = xs_img_out(s->buf, c->size * s->count, s->t, &out);
+		if (rc != MPI_SUCCESS)
+			break;
+		for (r = 0; r < c->size; r++)
+			memcpy(out.p + (size_t)r * (size_t)b,
+			       s->x[c->site_of[r]] + (size_t)c->lrank[r] * (size_t)b, (size_t)b);
+#ifdef XSITE_FAULT_INJECTION
+		if (xs_fault("iallgather") && c->rank == c->size - 1)
+			out.p[0] ^= 1;
+#endif
+		rc = xs_img_done(&out, s->buf, c->size * s->count, s->t, c->priv);
+		xs_img_free(&out);
+		s->rc = rc;
+		return 0;
+	default:
+		return 0;
+	}
+	s->rc = rc;
+	return rc == MPI_SUCCESS;
+}
+
 static int step(struct xs_nbc *s)
 {
 	if (s->rc != MPI_SUCCESS)
@@ -314,6 +405,7 @@ static int step(struct xs_nbc *s)
 	switch (s->coll) {
 	case XS_IALLREDUCE: return allreduce_step(s);
 	case XS_IBCAST: return bcast_step(s);
+	case XS_IALLGATHER: return allgather_step(s);
 	default: return barrier_step(s);
 	}
 }
@@ -429,7 +521,7 @@ static int start(struct xs_nbc *s, MPI_Request *req)
 	if (rc != MPI_SUCCESS) {
 		if (s->tdup)
 			PMPI_Type_free(&s->t);
-		free(s);
+		release(s);
 		return rc;
 	}
 	*req = s->greq;
@@ -489,5 +581,32 @@ int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	if (!s)
 		return MPI_ERR_NO_MEM;
 	s->root = root;
+	return start(s, req);
+}
+
+int xs_iallgather(struct xs_comm *c, const void *sbuf, int scount,
+		  MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+		  int k, MPI_Request *req)
+{
+	struct xs_nbc *s = alloc(c, XS_IALLGATHER, rbuf, rcount, rtype);
+	size_t b;
+	int rc;
+
+	if (!s)
+		return MPI_ERR_NO_MEM;
+	s->k = k;
+	/* my block, packed now (the program may free stype while the call
+	 * runs), and room for every rank's, site by site */
+	rc = xs_own_block(c, sbuf, scount, stype, rbuf, rcount, rtype, c->rank, &s->own);
+	b = s->own.bytes;
+	if (rc == MPI_SUCCESS) {
+		s->x[0] = malloc((size_t)c->size * b);
+		rc = s->x[0] ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+	}
+	if (rc != MPI_SUCCESS) {
+		release(s);
+		return rc;
+	}
+	s->x[1] = s->x[0] + (size_t)c->n[0] * b;
 	return start(s, req);
 }

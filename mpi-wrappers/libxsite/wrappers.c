@@ -347,6 +347,7 @@ static enum xs_coll_id blocking_form(enum xs_coll_id coll)
 	case XS_IALLREDUCE: return XS_ALLREDUCE;
 	case XS_IBCAST: return XS_BCAST;
 	case XS_IBARRIER: return XS_BARRIER;
+	case XS_IALLGATHER: return XS_ALLGATHER;
 	default: return coll;
 	}
 }
@@ -360,7 +361,7 @@ static enum xs_coll_id blocking_form(enum xs_coll_id coll)
  * of the communicator's layout (after its set-up) or NULL; every input of
  * the decision is the same on every rank of the communicator.  A
  * nonblocking collective (nbc.c) is not raced: it takes its blocking
- * form's verdict, and k = 1.
+ * form's verdict, and k = 1 (Iallgather: k as the blocking form).
  */
 static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t size,
 		  const char *why_call, const char *(*why_shape)(const struct xs_comm *),
@@ -407,8 +408,9 @@ static int decide(MPI_Comm comm, enum xs_coll_id coll, uint64_t bytes, uint64_t 
 		return 0;
 	}
 	/* bytes 0: an algorithm through the two leaders only (nonblocking:
-	 * always) */
-	k = !nb && bytes > 0 && bytes >= (uint64_t)xs_cfg.large_msg ? c->kmax : 1;
+	 * all but Iallgather) */
+	k = (!nb || coll == XS_IALLGATHER) && bytes > 0 && bytes >= (uint64_t)xs_cfg.large_msg ?
+		    c->kmax : 1;
 	log_decision(c, coll, NULL, k);
 	xs_note_decision(1);
 	return k;
@@ -476,7 +478,8 @@ static void model(const struct xs_comm *c, enum xs_coll_id coll, uint64_t unit,
 	case XS_IBCAST: xs_model_bcast(w, c->size, c->rank, root, unit); break;
 	case XS_BARRIER:
 	case XS_IBARRIER: xs_model_barrier(w, c->size, c->rank); break;
-	case XS_ALLGATHER: xs_model_allgather(w, c->size, c->rank, unit); break;
+	case XS_ALLGATHER:
+	case XS_IALLGATHER: xs_model_allgather(w, c->size, c->rank, unit); break;
 	case XS_GATHER: xs_model_gather(w, c->size, c->rank, root, unit); break;
 	case XS_SCATTER: xs_model_scatter(w, c->size, c->rank, root, unit); break;
 	case XS_ALLTOALL: xs_model_alltoall(w, c->size, c->rank, unit); break;
@@ -895,9 +898,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		   int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
 {
-	LEFT(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req),
-	     XS_ALLGATHER, "nonblocking (MPI_Iallgather)",
-	     model(c, XS_ALLGATHER, nbytes(rcount, rtype), 0));
+	COLLECTIVE(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req),
+		   route_blocks(comm, XS_IALLGATHER, nbytes(rcount, rtype), 0, &c),
+		   xs_iallgather(c, sbuf, scount, stype, rbuf, rcount, rtype, k, req));
 }
 
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,

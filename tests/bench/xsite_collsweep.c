@@ -5,18 +5,18 @@
  *   xsite_collsweep [-n ITERS] [-s SIZE,SIZE,...] [-c COLL,COLL,...]
  *
  * COLL: allreduce, bcast, reduce, barrier, allgather, alltoall,
- * reduce_scatter, allgatherv, scan, iallreduce, ireduce, ibcast, ibarrier
- * (the nonblocking ones started and waited for at once), iallreduce4 (four
- * Iallreduce of the size in flight at once, then one MPI_Waitall), or all;
- * default the first five.
+ * reduce_scatter, allgatherv, scan, iallreduce, ireduce, ibcast, ibarrier,
+ * iallgather (the nonblocking ones started and waited for at once),
+ * iallreduce4 (four Iallreduce of the size in flight at once, then one
+ * MPI_Waitall), or all; default the first five.
  *
  * Prints from rank 0, one line per case:
  *   coll=allreduce bytes=8 iters=20 us=1234.5
- * bytes: the data of one rank (allgather, allgatherv, reduce_scatter: the
- * whole result or vector; alltoall: one rank's send buffer; barrier: 0);
- * us: the time per call.  The collectives whose every rank waits for
- * every other (allreduce, barrier, allgather(v), alltoall,
- * reduce_scatter): the calls back to back after one barrier, the slowest
+ * bytes: the data of one rank (allgather, iallgather, allgatherv,
+ * reduce_scatter: the whole result or vector; alltoall: one rank's send
+ * buffer; barrier: 0); us: the time per call.  The collectives whose every
+ * rank waits for every other (allreduce, barrier, allgather(v), alltoall,
+ * reduce_scatter, and the nonblocking forms of the first three): the calls back to back after one barrier, the slowest
  * rank's mean, so that ranks leaving a barrier at different times (up to
  * a link latency apart) cannot make a call look shorter than the link
  * allows (one L when both sites enter together).  The rooted ones and
@@ -53,10 +53,11 @@
 #include <unistd.h>
 
 enum { ALLREDUCE, BCAST, REDUCE, BARRIER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, ALLGATHERV,
-       SCAN, IALLREDUCE, IREDUCE, IBCAST, IBARRIER, IALLREDUCE4, NCOLL };
+       SCAN, IALLREDUCE, IREDUCE, IBCAST, IBARRIER, IALLGATHER, IALLREDUCE4, NCOLL };
 static const char *names[NCOLL] = { "allreduce", "bcast", "reduce", "barrier", "allgather",
 				    "alltoall", "reduce_scatter", "allgatherv", "scan",
-				    "iallreduce", "ireduce", "ibcast", "ibarrier", "iallreduce4" };
+				    "iallreduce", "ireduce", "ibcast", "ibarrier", "iallgather",
+				    "iallreduce4" };
 
 static double now(void)
 {
@@ -150,7 +151,7 @@ int main(int argc, char **argv)
 			double t = 0, t0 = 0, tmax, tb = 0, T = 0, late = 0, lmax = 0, e, emax;
 			int sync = c == ALLREDUCE || c == BARRIER || c == ALLGATHER || c == ALLTOALL ||
 				   c == REDUCE_SCATTER || c == ALLGATHERV || c == IALLREDUCE ||
-				   c == IBARRIER || c == IALLREDUCE4;
+				   c == IBARRIER || c == IALLGATHER || c == IALLREDUCE4;
 			MPI_Request req, four[4];
 
 			if ((c == BARRIER || c == IBARRIER) && s > 0)
@@ -227,6 +228,11 @@ int main(int argc, char **argv)
 					break;
 				case IBARRIER:
 					MPI_Ibarrier(MPI_COMM_WORLD, &req);
+					MPI_Wait(&req, MPI_STATUS_IGNORE);
+					break;
+				case IALLGATHER: /* bytes: the whole result */
+					MPI_Iallgather(a, (int)blk, MPI_DOUBLE, b, (int)blk, MPI_DOUBLE,
+						       MPI_COMM_WORLD, &req);
 					MPI_Wait(&req, MPI_STATUS_IGNORE);
 					break;
 				case IALLREDUCE4: /* b: a fourth of it each */

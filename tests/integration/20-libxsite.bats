@@ -130,7 +130,7 @@ xsrun_init() {
 		"$W/traffic_check" -t 50
 	assert_success
 	refute_line --partial 'not ok'
-	assert_line '1..40'
+	assert_line '1..41'
 	rec=$(ls "$XT_STATE"/work/traffic-*.json)
 	[[ $(wc -l <<<"$rec") == 1 && $rec =~ traffic-[0-9]+\.[0-9]+\.json$ ]]
 	[[ $(stat -c %a "$rec") == 640 ]]

@@ -741,7 +741,7 @@ static void fill_blocks(void *buf, struct dty d, int p, unsigned seed, int from_
 
 enum coll { ALLREDUCE, REDUCE, BCAST, ALLGATHER, GATHER, SCATTER, ALLTOALL,
 	    REDUCE_SCATTER_BLOCK, REDUCE_SCATTER, ALLGATHERV, SCAN, EXSCAN,
-	    IALLREDUCE, IREDUCE, IBCAST };
+	    IALLREDUCE, IREDUCE, IBCAST, IALLGATHER };
 
 static const struct coll_info {
 	const char *name;
@@ -770,6 +770,7 @@ static const struct coll_info {
 	[IALLREDUCE] = { "iallreduce", 0, 0, 0, 0, 0, 43 },
 	[IREDUCE] = { "ireduce", 1, 1, 0, 0, 0, 53 },
 	[IBCAST] = { "ibcast", 1, 0, 1, 0, 0, 47 },
+	[IALLGATHER] = { "iallgather", 0, 0, 0, 0, 1, 59 },
 };
 
 /*
@@ -913,6 +914,16 @@ static void call(const struct ccase *c, int ref, void *out)
 			MPI_Request r;
 
 			MPI_Ibcast(out, rn, rt, root, comm, &r);
+			nb_complete(&r, comm, c->s->rank);
+		}
+		break;
+	case IALLGATHER:
+		if (ref) {
+			PMPI_Allgather(in, sn, st, out, rn, rt, comm);
+		} else {
+			MPI_Request r;
+
+			MPI_Iallgather(in, sn, st, out, rn, rt, comm, &r);
 			nb_complete(&r, comm, c->s->rank);
 		}
 		break;
@@ -1361,9 +1372,10 @@ static int differ(const int *got, const int *want, long n, const char *what, cha
 }
 
 /*
- * Three nonblocking collectives in flight at once on a copy of
+ * Four nonblocking collectives in flight at once on a copy of
  * MPI_COMM_WORLD (a small Iallreduce, an Ibcast of a derived type from the
- * last rank, an Iallreduce of 12 KB), a blocking Allreduce on the same
+ * last rank, an Iallreduce of 12 KB, an Iallgather of the derived type), a
+ * blocking Allreduce on the same
  * communicator while they run, the communicator and the derived type freed
  * before the requests complete (MPI lets them run on), and the requests
  * completed in the reverse order.
@@ -1371,8 +1383,9 @@ static int differ(const int *got, const int *want, long n, const char *what, cha
 static void t_nb_together(void)
 {
 	const long n1 = 37, n3 = 3000;
-	int *in1, *out1, *ref1, *buf2, *ref2, *in3, *out3, *ref3, x, y = -1, yref = -2;
-	MPI_Request r[3];
+	int *in1, *out1, *ref1, *buf2, *ref2, *in3, *out3, *ref3, *out4, *ref4;
+	int x, y = -1, yref = -2;
+	MPI_Request r[4];
 	MPI_Datatype pairs;
 	MPI_Comm dup;
 	struct xsite_stats a, b;
@@ -1390,6 +1403,8 @@ static void t_nb_together(void)
 	in3 = xmalloc(sizeof(int) * n3);
 	out3 = xmalloc(sizeof(int) * n3);
 	ref3 = xmalloc(sizeof(int) * n3);
+	out4 = xmalloc(sizeof(int) * 2 * n1 * (size_t)wsize);
+	ref4 = xmalloc(sizeof(int) * 2 * n1 * (size_t)wsize);
 	for (i = 0; i < n1; i++)
 		in1[i] = (int)((long)wrank * 7 + i);
 	for (i = 0; i < 2 * n1; i++)
@@ -1401,6 +1416,7 @@ static void t_nb_together(void)
 	PMPI_Bcast(ref2, (int)(2 * n1), MPI_INT, last, MPI_COMM_WORLD);
 	PMPI_Allreduce(in3, ref3, (int)n3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 	PMPI_Allreduce(&x, &yref, 1, MPI_INT, MPI_PROD, MPI_COMM_WORLD);
+	PMPI_Allgather(in3, (int)(2 * n1), MPI_INT, ref4, (int)(2 * n1), MPI_INT, MPI_COMM_WORLD);
 
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
 	MPI_Type_contiguous(2, MPI_INT, &pairs);
@@ -1409,6 +1425,7 @@ static void t_nb_together(void)
 	MPI_Iallreduce(in1, out1, (int)n1, MPI_INT, MPI_SUM, dup, &r[0]);
 	MPI_Ibcast(buf2, (int)n1, pairs, last, dup, &r[1]);
 	MPI_Iallreduce(in3, out3, (int)n3, MPI_INT, MPI_MAX, dup, &r[2]);
+	MPI_Iallgather(in3, (int)n1, pairs, out4, (int)n1, pairs, dup, &r[3]);
 	MPI_Allreduce(&x, &y, 1, MPI_INT, MPI_PROD, dup);
 	MPI_Type_free(&pairs);
 	/* Open MPI 4.1's own nonblocking collectives (libnbc) crash when their
@@ -1417,7 +1434,7 @@ static void t_nb_together(void)
 	early = expect && (size_t)n3 * sizeof(int) < large_msg;
 	if (early)
 		MPI_Comm_free(&dup);
-	for (i = 2; i >= 0; i--)
+	for (i = 3; i >= 0; i--)
 		MPI_Wait(&r[i], MPI_STATUS_IGNORE);
 	if (!early)
 		MPI_Comm_free(&dup);
@@ -1426,10 +1443,11 @@ static void t_nb_together(void)
 	fail = differ(out1, ref1, n1, "the small Iallreduce", diag, sizeof(diag)) ||
 	       differ(buf2, ref2, 2 * n1, "the Ibcast", diag, sizeof(diag)) ||
 	       differ(out3, ref3, n3, "the 12 KB Iallreduce", diag, sizeof(diag)) ||
+	       differ(out4, ref4, 2 * n1 * wsize, "the Iallgather", diag, sizeof(diag)) ||
 	       differ(&y, &yref, 1, "the Allreduce between", diag, sizeof(diag));
-	report("iallreduce in flight with an ibcast and another iallreduce, an allreduce "
-	       "between, communicator and type freed, completed in reverse", 1, expect, path,
-	       fail, diag);
+	report("iallreduce in flight with an ibcast, another iallreduce and an iallgather, an "
+	       "allreduce between, communicator and type freed, completed in reverse", 1, expect,
+	       path, fail, diag);
 	free(in1);
 	free(out1);
 	free(ref1);
@@ -1438,6 +1456,8 @@ static void t_nb_together(void)
 	free(in3);
 	free(out3);
 	free(ref3);
+	free(out4);
+	free(ref4);
 }
 
 /*
@@ -1648,10 +1668,12 @@ int main(int argc, char **argv)
 	for (j = 0; j < 5; j++)
 		t_barrier(two[j], 0);
 
-	/* Allgather, Gather, Scatter, Alltoall: sizes are per-rank blocks */
+	/* Allgather, Iallgather, Gather, Scatter, Alltoall: sizes are per-rank
+	 * blocks */
 	{
 		const char *types[] = { "int", "double", "vector", "double_int", "mixed" };
-		const enum coll all[] = { ALLGATHER, ALLTOALL }, rooted[] = { GATHER, SCATTER };
+		const enum coll all[] = { ALLGATHER, ALLTOALL, IALLGATHER },
+				rooted[] = { GATHER, SCATTER };
 		int k, r, c, z, roots[] = { 0, -1, wsize / 2 + 1 };
 		long blk64 = 64 * KiB / wsize, blk1m = MiB / wsize;
 		struct {
@@ -1663,7 +1685,7 @@ int main(int argc, char **argv)
 			long is = (long)item_size(types[k]);
 			long n[] = { 0, 1, small, blk64 / is, blk1m / is }; /* the last not -q */
 
-			for (c = 0; c < 2; c++)
+			for (c = 0; c < 3; c++)
 				for (z = 0; z < (quick ? 4 : 5); z++)
 					t_data(all[c], "world", types[k], n[z], 0, 0);
 			for (r = 0; r < 3; r++)
@@ -1678,6 +1700,8 @@ int main(int argc, char **argv)
 		for (j = 0; j < 5; j++) {
 			t_data(ALLGATHER, two[j], "int", small, 0, 0);
 			t_data(ALLGATHER, two[j], "vector", blk64 / 8, 0, 0);
+			t_data(IALLGATHER, two[j], "int", small, 0, 0);
+			t_data(IALLGATHER, two[j], "mixed", blk64 / 16, 0, 0);
 			t_data(ALLTOALL, two[j], "int", small, 0, 0);
 			t_data(ALLTOALL, two[j], "mixed", blk64 / 16, 0, 0);
 			t_data(GATHER, two[j], "int", blk64 / 4, -1, 0);
@@ -1689,7 +1713,7 @@ int main(int argc, char **argv)
 		for (j = 0; j < 2; j++) {
 			const char *sh = j ? "parity" : "world";
 
-			for (c = 0; c < 2; c++) {
+			for (c = 0; c < 3; c++) {
 				t_data(all[c], sh, "int", small, 0, 1);
 				t_data(all[c], sh, "vector", blk64 / 8, 0, 1);
 			}

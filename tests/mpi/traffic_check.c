@@ -471,16 +471,25 @@ static void coll_cases(void)
 	/* the site-aware nonblocking forms: as the blocking ones through the
 	 * leaders, at once on buffers that do not overlap */
 	{
-		MPI_Request rq[3];
+		MPI_Request rq[4];
 
 		begin();
 		MPI_Iallreduce(x, y, small, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[0]);
 		MPI_Ibcast(y + small, small, MPI_DOUBLE, 0, MPI_COMM_WORLD, &rq[1]);
 		MPI_Ibarrier(MPI_COMM_WORLD, &rq[2]);
+		MPI_Iallgather(x, bs, MPI_DOUBLE, y + 2L * small, bs, MPI_DOUBLE, MPI_COMM_WORLD,
+			       &rq[3]);
 		/* the analyzer's MPI checker does not know MPI_Ibarrier, which set rq[2] */
-		MPI_Waitall(3, rq, MPI_STATUSES_IGNORE); /* NOLINT(clang-analyzer-optin.mpi.MPI-Checker) */
-		check("iallreduce and ibcast 800 B, ibarrier: one message each way between the "
-		      "leaders, one from the root, an empty one each way", end(), C(3 * S, 5));
+		MPI_Waitall(4, rq, MPI_STATUSES_IGNORE); /* NOLINT(clang-analyzer-optin.mpi.MPI-Checker) */
+		check("iallreduce and ibcast 800 B, ibarrier, iallgather: one message each way between "
+		      "the leaders, one from the root, an empty one each way, each site's blocks once",
+		      end(), C(3 * S + wsize * b, 7));
+		begin();
+		MPI_Iallgather(x, bl, MPI_DOUBLE, y, bl, MPI_DOUBLE, MPI_COMM_WORLD, &rq[0]);
+		MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+		snprintf(desc, sizeof(desc), "iallgather 1 MiB: each site's blocks once, %llu streams "
+			 "each way", k);
+		check(desc, end(), C(wsize * B, 2 * k));
 	}
 
 	/* a one-site communicator: nothing crosses, whatever the algorithm */
