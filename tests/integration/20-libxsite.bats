@@ -155,8 +155,9 @@ xsrun_init() {
 		run --separate-stderr xsrun env XSITE_VERBOSE=1 "$W/coll_check" -r -q -c barrier -t 50
 		if ((status != 0)) || [[ $stderr != *'xsite: start-up fence (PMIx) after MPI_Init: '* ]]; then
 			bad=$((bad + 1))
-			printf '# start %d: exit %d: %s\n' "$i" "$status" \
-				"$(grep -v '^srun: xsite:' <<<"$stderr" | head -n 4 | tr '\n' ' ')" >&3
+			printf '# start %d: exit %d: %s %s\n' "$i" "$status" \
+				"$(grep -v '^srun: xsite:' <<<"$stderr" | head -n 4 | tr '\n' ' ')" \
+				"$(grep -A1 '^not ok' <<<"$output" | head -n 6 | tr '\n' ' ')" >&3
 		fi
 	done
 	# back to the testbed config's 1 ms

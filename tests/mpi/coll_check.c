@@ -1131,8 +1131,12 @@ static void t_vcoll(enum coll coll, const char *sh, const char *op, const char *
 	free(c.dsp);
 }
 
-/* a barrier must hold everyone until the last rank arrives (150 ms late);
- * nb: MPI_Ibarrier, completed as nb_complete() does */
+/* a barrier must hold everyone until the last rank arrives, 250 ms late:
+ * each other rank must wait at least 100 ms in it.  The margin is for a rank
+ * that the machine's load keeps off a core on its way in: the ranks of two
+ * testbeds, each polling, may share the two cores of the CI machine, where
+ * a rank can wait tens of ms for one.  nb: MPI_Ibarrier, completed as
+ * nb_complete() does */
 static void t_barrier(const char *sh, int nb)
 {
 	const char *name = nb ? "ibarrier" : "barrier";
@@ -1163,7 +1167,7 @@ static void t_barrier(const char *sh, int nb)
 			late = s->rank == lsize - 1 && mysite == 0;
 		}
 		if (late)
-			usleep(150000);
+			usleep(250000);
 		snap(&a);
 		t0 = MPI_Wtime();
 		if (nb) {
@@ -1183,7 +1187,7 @@ static void t_barrier(const char *sh, int nb)
 		} else if (!late && t0 < 0.1) {
 			fail = 1;
 			snprintf(diag, sizeof(diag), "left the barrier after %.3f s, before the "
-				 "late rank (150 ms) arrived", t0);
+				 "late rank (250 ms) arrived", t0);
 		}
 	}
 	report(desc, s->comm != MPI_COMM_NULL, expect, path, fail, diag);
