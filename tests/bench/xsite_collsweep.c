@@ -16,10 +16,11 @@
  * reduce_scatter: the whole result or vector; alltoall: one rank's send
  * buffer; barrier: 0); us: the time per call.  The collectives whose every
  * rank waits for every other (allreduce, barrier, allgather(v), alltoall,
- * reduce_scatter, and the nonblocking forms of the first three): the calls back to back after one barrier, the slowest
- * rank's mean, so that ranks leaving a barrier at different times (up to
- * a link latency apart) cannot make a call look shorter than the link
- * allows (one L when both sites enter together).  The rooted ones and
+ * reduce_scatter, iallreduce(4), ibarrier, iallgather): the calls back to
+ * back after one barrier, the slowest rank's mean, so that ranks leaving a
+ * barrier at different times (up to a link latency apart) cannot make a
+ * call look shorter than the link allows (one L when both sites enter
+ * together).  The rooted ones and
  * scans, whose first ranks may return at once (a root that sends, a site
  * that does not wait for the other): each call on its own, every rank
  * starting it at one instant T on one clock, the slowest rank's own time

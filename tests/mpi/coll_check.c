@@ -1379,10 +1379,9 @@ static int differ(const int *got, const int *want, long n, const char *what, cha
  * Four nonblocking collectives in flight at once on a copy of
  * MPI_COMM_WORLD (a small Iallreduce, an Ibcast of a derived type from the
  * last rank, an Iallreduce of 12 KB, an Iallgather of the derived type), a
- * blocking Allreduce on the same
- * communicator while they run, the communicator and the derived type freed
- * before the requests complete (MPI lets them run on), and the requests
- * completed in the reverse order.
+ * blocking Allreduce on the same communicator while they run, the
+ * communicator and the derived type freed before the requests complete (MPI
+ * lets them run on), and the requests completed in the reverse order.
  */
 static void t_nb_together(void)
 {
