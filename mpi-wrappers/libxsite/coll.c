@@ -330,7 +330,7 @@ static int sub_bcast(const struct sub *s, void *buf, int count, MPI_Datatype t,
 	return PMPI_Bcast(buf, count, t, root, s->comm);
 }
 
-static uint64_t *counts_bytes(const int *cnt, int n, MPI_Datatype t)
+uint64_t *xs_counts_bytes(const int *cnt, int n, MPI_Datatype t)
 {
 	uint64_t *b = malloc(sizeof(uint64_t) * (size_t)n);
 	int i;
@@ -344,7 +344,7 @@ static uint64_t *counts_bytes(const int *cnt, int n, MPI_Datatype t)
 static int sub_reduce_scatter(const struct sub *s, const void *sbuf, void *rbuf,
 			      const int *cnt, MPI_Datatype t, MPI_Op op)
 {
-	uint64_t *b = counts_bytes(cnt, s->size, t);
+	uint64_t *b = xs_counts_bytes(cnt, s->size, t);
 
 	if (b)
 		xs_model_scatterv(s->w, s->size, s->rank, s->rank, b);
@@ -355,7 +355,7 @@ static int sub_reduce_scatter(const struct sub *s, const void *sbuf, void *rbuf,
 static int sub_allgatherv(const struct sub *s, void *buf, const int *cnt,
 			  const int *dsp, MPI_Datatype t)
 {
-	uint64_t *b = counts_bytes(cnt, s->size, t);
+	uint64_t *b = xs_counts_bytes(cnt, s->size, t);
 
 	if (b)
 		xs_model_allgatherv(s->w, s->size, s->rank, b);
@@ -655,7 +655,7 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 		CHECK(xs_seg_layout(c, n, k, &cnt, &dsp));
 		j = xs_my_stream(c, k);
 		if (c->me == rs) {
-			uint64_t *b = counts_bytes(cnt, L.size, MPI_BYTE);
+			uint64_t *b = xs_counts_bytes(cnt, L.size, MPI_BYTE);
 
 			if (b)
 				xs_model_scatterv(L.w, L.size, L.rank, c->lrank[root], b);
@@ -1281,7 +1281,7 @@ int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
 		CHECK(swap(c, send, no, theirs, nm, t));
 		CHECK(xs_combine(me, mine, theirs, nm, t, op, &ti));
 	}
-	lb = counts_bytes(lcnt, L.size, t);
+	lb = xs_counts_bytes(lcnt, L.size, t);
 	if (lb)
 		xs_model_scatterv(L.w, L.size, L.rank, 0, lb);
 	CHECK(PMPI_Scatterv(mine, lcnt, ldsp, t, rbuf, cnt[c->rank], t, 0, c->local));
@@ -1356,7 +1356,7 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 	}
 
 	/* my site's blocks, everywhere at my site */
-	lb = counts_bytes(cnt[me], L.size, MPI_BYTE);
+	lb = xs_counts_bytes(cnt[me], L.size, MPI_BYTE);
 	if (lb)
 		xs_model_allgatherv(L.w, L.size, L.rank, lb);
 	CHECK(PMPI_Allgatherv(own->p, (int)own->bytes, MPI_BYTE, w.x[me], cnt[me], dsp[me],

@@ -176,6 +176,8 @@ int xs_copy_typed(void *dst, const void *src, int count, MPI_Datatype t,
 int xs_combine(int mysite, void *mine, void *theirs, int count, MPI_Datatype t,
 	       MPI_Op op, const struct xs_tinfo *ti);
 
+/* the bytes of cnt[i] items of t for each of n ranks (malloc'd), or NULL */
+uint64_t *xs_counts_bytes(const int *cnt, int n, MPI_Datatype t);
 /* segment j of k of total items: its first item and its length */
 int xs_seg_lo(int total, int k, int j);
 int xs_seg_len(int total, int k, int j);

@@ -2,7 +2,8 @@
  * libxsite: the site-aware nonblocking collectives, MPI_Iallreduce,
  * MPI_Ibcast, MPI_Ibarrier and MPI_Iallgather.
  *
- * Each is a schedule of steps, as in the blocking forms with k = 1 (coll.c):
+ * Each is a schedule of steps, as in the blocking forms (coll.c) with k = 1
+ * but for Iallgather:
  *   Iallreduce: a site-local Ireduce to the site leader; the two leaders
  *               swap their partial results across the link (one message
  *               each way) and combine them in one fixed order (site 0 op
@@ -365,9 +366,7 @@ static int allgather_step(struct xs_nbc *s)
 			rc = xs_seg_layout(c, os, k, &s->cnt, &s->dsp);
 			if (rc != MPI_SUCCESS)
 				break;
-			seg = malloc(sizeof(uint64_t) * (size_t)lsize);
-			for (r = 0; seg && r < lsize; r++)
-				seg[r] = (uint64_t)s->cnt[r];
+			seg = xs_counts_bytes(s->cnt, lsize, MPI_BYTE);
 			if (seg)
 				xs_model_allgatherv(c->local_w, lsize, lrank, seg);
 			free(seg);

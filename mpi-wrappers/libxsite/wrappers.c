@@ -783,18 +783,6 @@ int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op o
 		return rc;                                                     \
 	} while (0)
 
-/* bytes of cnt[r] elements of t for each rank of c, or NULL */
-static uint64_t *bytes_of(const struct xs_comm *c, const int *cnt, MPI_Datatype t)
-{
-	uint64_t *b = malloc(sizeof(uint64_t) * (size_t)c->size);
-	int r;
-
-	if (b)
-		for (r = 0; r < c->size; r++)
-			b[r] = nbytes(cnt[r], t);
-	return b;
-}
-
 int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
 		const int rcounts[], const int displs[], MPI_Datatype rtype, int root,
 		MPI_Comm comm)
@@ -812,7 +800,7 @@ int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[],
 	LEFT(PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
 	     XS_SCATTER, "vector form (MPI_Scatterv)",
 	     if (c->rank == root) {
-		     uint64_t *b = bytes_of(c, scounts, stype);
+		     uint64_t *b = xs_counts_bytes(scounts, c->size, stype);
 
 		     if (b)
 			     xs_model_scatterv(c->wrank, c->size, c->rank, root, b);
@@ -829,8 +817,9 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 			    comm),
 	     XS_ALLTOALL, "vector form (MPI_Alltoallv)",
 	     {
-		     uint64_t *b = sbuf == MPI_IN_PLACE ? bytes_of(c, rcounts, rtype) :
-				   bytes_of(c, scounts, stype);
+		     uint64_t *b = sbuf == MPI_IN_PLACE ?
+					   xs_counts_bytes(rcounts, c->size, rtype) :
+					   xs_counts_bytes(scounts, c->size, stype);
 
 		     if (b)
 			     xs_model_alltoallv(c->wrank, c->size, c->rank, b);
