@@ -450,9 +450,12 @@ int xs_seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
  * sites' partials (site 0 op site 1) and deliver, while the later steps are
  * still on the link: an allgatherv at both sites (root < 0: Allreduce), or a
  * gatherv to the root (Reduce: only the root's site receives; the other
- * site's stream ranks only send).  Every input of m is the same on every
- * rank.  in is the input of every rank (the caller resolves MPI_IN_PLACE);
- * steps are disjoint, so in may be rbuf.
+ * site's stream ranks only send).  A stream's piece of a step crosses in
+ * messages of at most XSITE_EAGER bytes (whole elements, at least one), so
+ * that the MPI library sends each at once, without its rendezvous.  Every
+ * input of m and of the messages is the same on every rank.  in is the
+ * input of every rank (the caller resolves MPI_IN_PLACE); steps are
+ * disjoint, so in may be rbuf.
  */
 #define PIPELINE_MAX_STEPS 1024
 
@@ -468,6 +471,24 @@ static int pipeline_steps(int count, int size, int k)
 	return m < 1 ? 1 : (int)m;
 }
 
+/* elements of size bytes in one message across: XSITE_EAGER bytes' worth,
+ * at least one (XSITE_EAGER=0: no limit) */
+static int eager_elems(int size)
+{
+	long e;
+
+	if (xs_cfg.eager <= 0 || size <= 0)
+		return INT_MAX;
+	e = xs_cfg.eager / size;
+	return e < 1 ? 1 : e > INT_MAX ? INT_MAX : (int)e;
+}
+
+/* the messages in which p elements cross, pe a message */
+static int eager_msgs(int p, int pe)
+{
+	return p <= pe ? 1 : (int)(((long long)p + pe - 1) / pe);
+}
+
 static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 			      int count, MPI_Datatype t, MPI_Op op, int root,
 			      int k)
@@ -480,17 +501,22 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 	int *cnt = NULL, *dsp = NULL, rc, q, m, j, p, lo, off, total;
 	int posted = 0, done = 0, all = root < 0, amroot = c->rank == root;
 	int rs = all ? c->me : c->site_of[root], sender = !all && c->me != rs;
-	int peer, per_step = all ? 2 : 1;
+	int peer, per_msg = all ? 2 : 1, pe, nmsg, i, e;
+	size_t nreq = 0;
 
 	xs_tinfo(t, &ti);
 	m = pipeline_steps(count, ti.size, k);
+	pe = eager_elems(ti.size);
 	j = xs_my_stream(c, k);
 	peer = j >= 0 ? xs_stream(c, 1 - c->me, k, j) : MPI_PROC_NULL;
-	for (total = 0, q = 0; j >= 0 && q < m; q++)
-		total += xs_seg_len(xs_seg_len(count, m, q), k, j);
+	for (total = 0, q = 0; j >= 0 && q < m; q++) {
+		p = xs_seg_len(xs_seg_len(count, m, q), k, j);
+		total += p;
+		nreq += (size_t)per_msg * (size_t)eager_msgs(p, pe);
+	}
 	mine = xs_tmp_typed(total, &ti, &b1);
 	theirs = xs_tmp_typed(sender ? 0 : total, &ti, &b2);
-	req = malloc(sizeof(MPI_Request) * (size_t)(2 * m));
+	req = malloc(sizeof(MPI_Request) * (nreq ? nreq : 1));
 	cnt = calloc((size_t)L.size, sizeof(int));
 	dsp = calloc((size_t)L.size, sizeof(int));
 	if (!mine || !theirs || !req || !cnt || !dsp)
@@ -502,12 +528,17 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 		p = j >= 0 ? cnt[L.rank] : 0;
 		CHECK(sub_reduce_scatter(&L, (const char *)in + (MPI_Aint)lo * ti.ext,
 					 mine + (MPI_Aint)off * ti.ext, cnt, t, op));
-		if (j >= 0 && !sender)
-			CHECK(irecv_from(c, theirs + (MPI_Aint)off * ti.ext, p, t, peer,
-					 TAG_CROSS, &req[posted++]));
-		if (j >= 0 && (all || sender))
-			CHECK(isend_to(c, mine + (MPI_Aint)off * ti.ext, p, t, peer,
-				       TAG_CROSS, &req[posted++]));
+		for (i = 0, nmsg = j >= 0 ? eager_msgs(p, pe) : 0; i < nmsg; i++) {
+			MPI_Aint at = (MPI_Aint)off + (MPI_Aint)i * pe;
+
+			e = i < nmsg - 1 ? pe : p - i * pe;
+			if (!sender)
+				CHECK(irecv_from(c, theirs + at * ti.ext, e, t, peer, TAG_CROSS,
+						 &req[posted++]));
+			if (all || sender)
+				CHECK(isend_to(c, mine + at * ti.ext, e, t, peer, TAG_CROSS,
+					       &req[posted++]));
+		}
 	}
 
 	for (q = 0, off = 0; q < m; q++, off += p) {
@@ -517,8 +548,9 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 		seg_fill(c, xs_seg_len(count, m, q), k, cnt, dsp);
 		p = j >= 0 ? cnt[L.rank] : 0;
 		if (j >= 0) {
-			CHECK(PMPI_Waitall(per_step, &req[done], MPI_STATUSES_IGNORE));
-			done += per_step;
+			nmsg = per_msg * eager_msgs(p, pe);
+			CHECK(PMPI_Waitall(nmsg, &req[done], MPI_STATUSES_IGNORE));
+			done += nmsg;
 			if (!sender)
 				CHECK(xs_combine(rs, mq, theirs + (MPI_Aint)off * ti.ext, p, t,
 					      op, &ti));

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 
 struct xs_config xs_cfg;
 
-enum kind { ONOFF, INT, PATH, AUTO_ONOFF };
+enum kind { ONOFF, INT, PATH, AUTO_ONOFF, AUTO_INT };
 
 static const struct tunable {
 	const char *name;
@@ -35,6 +36,8 @@ static const struct tunable {
 	  "bytes from which a collective splits its data over XSITE_STREAMS pairs" },
 	{ "XSITE_PIPELINE", INT, "262144", 0, 1L << 40,
 	  "bytes per stream pair in each step of a pipelined large reduction (0: no pipeline)" },
+	{ "XSITE_EAGER", AUTO_INT, "auto", 0, 1L << 40,
+	  "largest message of a pipeline step across the link (auto: the MPI library's eager limit less a header; 0: no limit)" },
 	{ "XSITE_VERBOSE", INT, "0", 0, 2,
 	  "1: log each collective decision once per communicator and the traffic; 2: also the tunables" },
 	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, "auto", 0, 2,
@@ -70,6 +73,10 @@ static long parse(const struct tunable *t, const char *v, int *ok)
 		if (!strcmp(v, "auto"))
 			return 2;
 		break;
+	case AUTO_INT:
+		if (!strcmp(v, "auto"))
+			return -1;
+		/* FALLTHROUGH */
 	case INT:
 		errno = 0;
 		x = strtol(v, &end, 10);
@@ -125,6 +132,8 @@ void xs_config_load(int world_rank)
 			xs_cfg.large_msg = x;
 		else if (!strcmp(t->name, "XSITE_PIPELINE"))
 			xs_cfg.pipeline = x;
+		else if (!strcmp(t->name, "XSITE_EAGER"))
+			xs_cfg.eager = x;
 		else if (!strcmp(t->name, "XSITE_VERBOSE"))
 			xs_cfg.verbose = (int)x;
 		else if (!strcmp(t->name, "XSITE_NODE_LEVEL"))
@@ -144,6 +153,79 @@ void xs_config_load(int world_rank)
 			       tunables[i].name, v ? v : "", tunables[i].def,
 			       tunables[i].desc);
 		}
+}
+
+/*
+ * XSITE_EAGER=auto: each step of a pipelined reduction crosses the link in
+ * messages that the MPI library sends eagerly.  Open MPI's ob1 sends a
+ * message larger than its transport's eager limit (btl/tcp:
+ * btl_tcp_eager_limit, 64 KiB by default, header included) by rendezvous:
+ * a request, the receiver's answer, then the rest, two one-way latencies
+ * more than the data needs, which on a long link cost more than the data.
+ * So a piece is at most the eager limit less EAGER_HEADER bytes for ob1's
+ * header (a few dozen bytes), read through the MPI tool interface; where
+ * the library has no such variable, no limit (a step in one message).
+ * Ranks may read different values (MCA parameter files are per node) and
+ * must agree: the smallest is taken, one allreduce on MPI_COMM_WORLD.
+ */
+#define EAGER_HEADER 1024
+#define EAGER_MIN 4096
+
+static long eager_payload(void)
+{
+	MPI_T_cvar_handle h;
+	MPI_Datatype dt;
+	union {
+		uint32_t u32;
+		uint64_t u64;
+	} b = { 0 };
+	MPI_T_enum et;
+	char name[64], desc[256];
+	uint64_t v = 0;
+	int prov, idx, n, size = 0, ok = 0, verbosity, bind, scope;
+	int name_len = sizeof(name), desc_len = sizeof(desc);
+
+	if (PMPI_T_init_thread(MPI_THREAD_SINGLE, &prov) != MPI_SUCCESS)
+		return -1;
+	if (PMPI_T_cvar_get_index("btl_tcp_eager_limit", &idx) == MPI_SUCCESS &&
+	    PMPI_T_cvar_get_info(idx, name, &name_len, &verbosity, &dt, &et, desc, &desc_len,
+				 &bind, &scope) == MPI_SUCCESS &&
+	    (dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_UNSIGNED_LONG || dt == MPI_UNSIGNED ||
+	     dt == MPI_LONG_LONG || dt == MPI_LONG || dt == MPI_INT) &&
+	    PMPI_Type_size(dt, &size) == MPI_SUCCESS && (size == 4 || size == 8) &&
+	    PMPI_T_cvar_handle_alloc(idx, NULL, &h, &n) == MPI_SUCCESS) {
+		if (n == 1 && PMPI_T_cvar_read(h, &b) == MPI_SUCCESS) {
+			v = size == 8 ? b.u64 : b.u32;
+			ok = 1;
+		}
+		PMPI_T_cvar_handle_free(&h);
+	}
+	PMPI_T_finalize();
+	if (!ok || v < EAGER_MIN + EAGER_HEADER || v > ((uint64_t)1 << 40))
+		return -1;
+	return (long)(v - EAGER_HEADER);
+}
+
+void xs_eager_resolve(int world_rank)
+{
+	long eager, mine;
+
+	if (xs_cfg.eager >= 0)
+		return;
+	eager = eager_payload();
+	mine = eager > 0 ? eager : 0;
+	if (PMPI_Allreduce(&mine, &xs_cfg.eager, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD) !=
+	    MPI_SUCCESS)
+		xs_cfg.eager = 0;
+	if (xs_cfg.verbose >= 2 && world_rank == 0)
+		xs_log("xsite:config: XSITE_EAGER=auto: %ld bytes (%s)", xs_cfg.eager,
+		       eager > 0 ? "btl_tcp_eager_limit less the header, the smallest of the ranks'"
+				 : "no btl_tcp_eager_limit here: no limit");
+}
+
+long xsite_eager_bytes(void)
+{
+	return xs_ready ? xs_cfg.eager : -1;
 }
 
 /* One line to stderr, written at once so that ranks do not interleave. */

@@ -32,6 +32,7 @@ struct xs_config {
 	int streams;         /* XSITE_STREAMS */
 	long large_msg;      /* XSITE_LARGE_MSG */
 	long pipeline;       /* XSITE_PIPELINE */
+	long eager;          /* XSITE_EAGER (0: no limit; -1: auto, until xs_eager_resolve) */
 	int verbose;         /* XSITE_VERBOSE */
 	int node_level;      /* XSITE_NODE_LEVEL */
 	int node_size;       /* XSITE_NODE_SIZE */
@@ -43,6 +44,7 @@ extern struct xs_config xs_cfg;
 #define XS_HANDOFF_MAX 1000
 
 void xs_config_load(int world_rank);
+void xs_eager_resolve(int world_rank); /* collective on MPI_COMM_WORLD */
 #ifdef XSITE_FAULT_INJECTION
 /* test builds only (libxsite-fault.so): whether XSITE_FAULT names this fault */
 int xs_fault(const char *name);

@@ -627,6 +627,37 @@ static void t_race_calls(void)
 	}
 }
 
+/* xsite_eager_bytes(): XSITE_EAGER as given, or with auto (the default)
+ * btl_tcp_eager_limit less libxsite's 1024 bytes for the header where the
+ * test gives the limit (OMPI_MCA_btl_tcp_eager_limit); with neither,
+ * whatever the library's own limit makes it, at least 4096 */
+static void t_eager_bytes(void)
+{
+	long (*eager_bytes)(void);
+	const char *x = getenv("XSITE_EAGER"), *e = getenv("OMPI_MCA_btl_tcp_eager_limit");
+	int fixed = x && *x && strcmp(x, "auto") != 0;
+	long want = fixed ? atol(x) : e && *e ? atol(e) - 1024 : -1, got;
+	int good;
+
+	*(void **)&eager_bytes = dlsym(RTLD_DEFAULT, "xsite_eager_bytes");
+	got = eager_bytes ? eager_bytes() : -2;
+	good = want >= 0 ? got == want : got >= 4096;
+	ntest++;
+	if (!good)
+		nfail++;
+	if (wrank == 0) {
+		if (want >= 0)
+			printf("%s %d - xsite_eager_bytes() is %ld (XSITE_EAGER=%s, btl_tcp_eager_limit %s)\n",
+			       good ? "ok" : "not ok", ntest, want, x && *x ? x : "auto",
+			       e && *e ? e : "the library's");
+		else
+			printf("%s %d - xsite_eager_bytes() is at least 4096 (XSITE_EAGER=auto, "
+			       "the library's btl_tcp_eager_limit)\n", good ? "ok" : "not ok", ntest);
+		printf("# it is %ld%s\n", got, eager_bytes ? "" : " (not found)");
+		fflush(stdout);
+	}
+}
+
 /* -c: is this collective's case to run? (same answer on every rank) */
 static int wanted(const char *coll)
 {
@@ -1645,8 +1676,10 @@ int main(int argc, char **argv)
 			       "provided" : "NOT provided");
 		fflush(stdout);
 	}
-	if (get_stats && !only)
+	if (get_stats && !only) {
 		t_race_calls();
+		t_eager_bytes();
+	}
 
 	t_allreduces(ALLREDUCE);
 
