@@ -604,6 +604,20 @@ static void report(const char *desc, int member, int expect, int path, int fail,
 	}
 }
 
+/* one case on a value of libxsite's API (found: the function was there) */
+static void api_case(int good, const char *desc, long got, int found)
+{
+	ntest++;
+	if (!good)
+		nfail++;
+	if (wrank == 0) {
+		printf("%s %d - %s\n", good ? "ok" : "not ok", ntest, desc);
+		if (!good)
+			printf("# it is %ld%s\n", got, found ? "" : " (not found)");
+		fflush(stdout);
+	}
+}
+
 /* xsite_race_calls(): the calls libxsite times before its verdict, as its
  * configuration says (XSITE_HANDOFF, default 2; none with the collectives
  * off), so that a benchmark warms up as long as libxsite races */
@@ -612,19 +626,12 @@ static void t_race_calls(void)
 	int (*race_calls)(void);
 	const char *h = getenv("XSITE_HANDOFF");
 	int handoff = h && *h ? atoi(h) : 2, want = coll_off || handoff <= 0 ? 0 : 2 + 2 * handoff, got;
+	char desc[128];
 
 	*(void **)&race_calls = dlsym(RTLD_DEFAULT, "xsite_race_calls");
 	got = race_calls ? race_calls() : -2;
-	ntest++;
-	if (got != want)
-		nfail++;
-	if (wrank == 0) {
-		printf("%s %d - xsite_race_calls() is %d (XSITE_HANDOFF=%d)\n", got == want ? "ok" : "not ok", ntest,
-		       want, handoff);
-		if (got != want)
-			printf("# it is %d%s\n", got, race_calls ? "" : " (not found)");
-		fflush(stdout);
-	}
+	snprintf(desc, sizeof(desc), "xsite_race_calls() is %d (XSITE_HANDOFF=%d)", want, handoff);
+	api_case(got == want, desc, got, race_calls != NULL);
 }
 
 /* xsite_eager_bytes(): XSITE_EAGER as given, or with auto (the default)
@@ -637,25 +644,17 @@ static void t_eager_bytes(void)
 	const char *x = getenv("XSITE_EAGER"), *e = getenv("OMPI_MCA_btl_tcp_eager_limit");
 	int fixed = x && *x && strcmp(x, "auto") != 0;
 	long want = fixed ? atol(x) : e && *e ? atol(e) - 1024 : -1, got;
-	int good;
+	char desc[160];
 
 	*(void **)&eager_bytes = dlsym(RTLD_DEFAULT, "xsite_eager_bytes");
 	got = eager_bytes ? eager_bytes() : -2;
-	good = want >= 0 ? got == want : got >= 4096;
-	ntest++;
-	if (!good)
-		nfail++;
-	if (wrank == 0) {
-		if (want >= 0)
-			printf("%s %d - xsite_eager_bytes() is %ld (XSITE_EAGER=%s, btl_tcp_eager_limit %s)\n",
-			       good ? "ok" : "not ok", ntest, want, x && *x ? x : "auto",
-			       e && *e ? e : "the library's");
-		else
-			printf("%s %d - xsite_eager_bytes() is at least 4096 (XSITE_EAGER=auto, "
-			       "the library's btl_tcp_eager_limit)\n", good ? "ok" : "not ok", ntest);
-		printf("# it is %ld%s\n", got, eager_bytes ? "" : " (not found)");
-		fflush(stdout);
-	}
+	if (want >= 0)
+		snprintf(desc, sizeof(desc), "xsite_eager_bytes() is %ld (XSITE_EAGER=%s, btl_tcp_eager_limit %s)",
+			 want, x && *x ? x : "auto", e && *e ? e : "the library's");
+	else
+		snprintf(desc, sizeof(desc), "xsite_eager_bytes() is at least 4096 (XSITE_EAGER=auto, "
+			 "the library's btl_tcp_eager_limit): %ld", got);
+	api_case(want >= 0 ? got == want : got >= 4096, desc, got, eager_bytes != NULL);
 }
 
 /* -c: is this collective's case to run? (same answer on every rank) */
