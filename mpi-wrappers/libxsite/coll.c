@@ -21,7 +21,10 @@
  * bytes, so the datatypes of the ranks need only match in type signature.
  * All of xsite's own messages go over a private copy of the communicator and
  * are counted exactly; the site-local PMPI_ collectives are counted with
- * the fallback model (they never cross the link).
+ * the fallback model (they never cross the link).  What crosses the link
+ * goes in messages of at most XSITE_EAGER bytes (xs_cross), which the MPI
+ * library sends at once: a larger one would wait for its rendezvous, two
+ * one-way latencies of the link more than the data needs.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -179,12 +182,11 @@ void xs_img_free(struct xs_img *im)
 }
 
 /* what a data-movement collective owns while it runs: two packed images,
- * its requests (nr of them still outstanding), the blocks of the two sites
- * (x), a staging buffer (y) and a segment layout (cnt, dsp) */
+ * its requests, the blocks of the two sites (x), a staging buffer (y) and a
+ * segment layout (cnt, dsp) */
 struct work {
 	struct xs_img im[2];
-	MPI_Request *req;
-	int nr;
+	struct xs_reqs q;
 	char *x[2], *y;
 	int *cnt, *dsp;
 };
@@ -193,14 +195,12 @@ struct work {
  * everything, and pass rc on */
 static int work_end(struct work *w, int rc)
 {
-	if (w->nr)
-		PMPI_Waitall(w->nr, w->req, MPI_STATUSES_IGNORE);
+	xs_reqs_free(&w->q);
 	xs_img_free(&w->im[0]);
 	xs_img_free(&w->im[1]);
 	free(w->x[0]);
 	free(w->x[1]);
 	free(w->y);
-	free(w->req);
 	free(w->cnt);
 	free(w->dsp);
 	return rc;
@@ -234,44 +234,130 @@ static void fault(enum xs_coll_id coll, int holder, void *p, size_t bytes)
 
 /* ---- counted point-to-point on the private communicator ------------------ */
 
-static int isend_to(const struct xs_comm *c, const void *buf, int count,
-		    MPI_Datatype t, int dest, int tag, MPI_Request *req)
+MPI_Request *xs_reqs_add(struct xs_reqs *v)
 {
-	int size;
+	if (v->n == v->cap) {
+		int cap = v->cap ? 2 * v->cap : 8;
+		MPI_Request *r = v->cap > INT_MAX / 2 ? NULL :
+			realloc(v->r, sizeof(MPI_Request) * (size_t)cap);
 
-	PMPI_Type_size(t, &size);
-	xs_count(c->wrank[dest], (uint64_t)count * (uint64_t)size, 1);
-	return PMPI_Isend(buf, count, t, dest, tag, c->priv, req);
+		if (!r)
+			return NULL;
+		v->r = r;
+		v->cap = cap;
+	}
+	v->r[v->n] = MPI_REQUEST_NULL;
+	return &v->r[v->n++];
 }
 
-static int send_to(const struct xs_comm *c, const void *buf, int count,
-		   MPI_Datatype t, int dest, int tag)
+int xs_reqs_wait(struct xs_reqs *v)
 {
+	int n = v->n;
+
+	v->n = 0;
+	return n ? PMPI_Waitall(n, v->r, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+}
+
+void xs_reqs_free(struct xs_reqs *v)
+{
+	xs_reqs_wait(v);
+	free(v->r);
+	v->r = NULL;
+	v->cap = 0;
+}
+
+/* a message inside a site, in a new slot of v */
+static int isend_to(const struct xs_comm *c, const void *buf, int count,
+		    MPI_Datatype t, int dest, int tag, struct xs_reqs *v)
+{
+	MPI_Request *r = xs_reqs_add(v);
 	int size;
 
+	if (!r)
+		return MPI_ERR_NO_MEM;
 	PMPI_Type_size(t, &size);
 	xs_count(c->wrank[dest], (uint64_t)count * (uint64_t)size, 1);
-	return PMPI_Send(buf, count, t, dest, tag, c->priv);
+	return PMPI_Isend(buf, count, t, dest, tag, c->priv, r);
 }
 
 static int irecv_from(const struct xs_comm *c, void *buf, int count,
-		      MPI_Datatype t, int src, int tag, MPI_Request *req)
+		      MPI_Datatype t, int src, int tag, struct xs_reqs *v)
 {
-	return PMPI_Irecv(buf, count, t, src, tag, c->priv, req);
+	MPI_Request *r = xs_reqs_add(v);
+
+	if (!r)
+		return MPI_ERR_NO_MEM;
+	return PMPI_Irecv(buf, count, t, src, tag, c->priv, r);
 }
 
-/* both ways with one peer at once */
-static int exchange(const struct xs_comm *c, const void *sbuf, void *rbuf,
-		    int count, MPI_Datatype t, int peer)
+/* items of size bytes in one message across: XSITE_EAGER bytes' worth, at
+ * least one (XSITE_EAGER=0: no limit) */
+static int eager_elems(int size)
 {
-	MPI_Request r[2];
-	int rc;
+	long e;
 
-	rc = irecv_from(c, rbuf, count, t, peer, TAG_CROSS, &r[0]);
+	if (xs_cfg.eager <= 0 || size <= 0)
+		return INT_MAX;
+	e = xs_cfg.eager / size;
+	return e < 1 ? 1 : e > INT_MAX ? INT_MAX : (int)e;
+}
+
+/* the messages in which p items cross, pe a message */
+static int eager_msgs(int p, int pe)
+{
+	return p <= pe ? 1 : (int)(((long long)p + pe - 1) / pe);
+}
+
+int xs_cross(const struct xs_comm *c, int send, const void *buf, int count,
+	     MPI_Datatype t, int peer, int tag, struct xs_reqs *v)
+{
+	MPI_Aint lb, ext;
+	int size, pe, n, i, e, rc = MPI_SUCCESS;
+
+	PMPI_Type_size(t, &size);
+	PMPI_Type_get_extent(t, &lb, &ext);
+	pe = eager_elems(size);
+	n = eager_msgs(count, pe);
+	for (i = 0; i < n && rc == MPI_SUCCESS; i++) {
+		const char *at = (const char *)buf + (MPI_Aint)i * pe * ext;
+
+		e = i < n - 1 ? pe : count - i * pe;
+		rc = send ? isend_to(c, at, e, t, peer, tag, v)
+			  : irecv_from(c, (void *)at, e, t, peer, tag, v);
+	}
+	return rc;
+}
+
+int xs_cross_wait(const struct xs_comm *c, int send, const void *buf, int count,
+		  MPI_Datatype t, int peer, int tag)
+{
+	struct xs_reqs v = { NULL, 0, 0 };
+	int rc = xs_cross(c, send, buf, count, t, peer, tag, &v);
+
 	if (rc == MPI_SUCCESS)
-		rc = isend_to(c, sbuf, count, t, peer, TAG_CROSS, &r[1]);
+		rc = xs_reqs_wait(&v);
+	xs_reqs_free(&v);
+	return rc;
+}
+
+/* sn items of t to peer across the link and rn from it, both ways at once */
+static int swap(const struct xs_comm *c, const void *sbuf, int sn, void *rbuf,
+		int rn, MPI_Datatype t, int peer)
+{
+	struct xs_reqs v = { NULL, 0, 0 };
+	int rc, i, nr;
+
+	rc = xs_cross(c, 0, rbuf, rn, t, peer, TAG_CROSS, &v);
+	nr = v.n;
 	if (rc == MPI_SUCCESS)
-		rc = PMPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+		rc = xs_cross(c, 1, sbuf, sn, t, peer, TAG_CROSS, &v);
+	if (rc == MPI_SUCCESS)
+		rc = xs_reqs_wait(&v);
+	else /* the receives would wait for sends that may never come */
+		for (i = 0; i < nr; i++)
+			if (v.r[i] != MPI_REQUEST_NULL)
+				PMPI_Cancel(&v.r[i]);
+	xs_reqs_free(&v);
 	return rc;
 }
 
@@ -451,9 +537,8 @@ int xs_seg_layout(const struct xs_comm *c, int total, int k, int **cnt,
  * still on the link: an allgatherv at both sites (root < 0: Allreduce), or a
  * gatherv to the root (Reduce: only the root's site receives; the other
  * site's stream ranks only send).  A stream's piece of a step crosses in
- * messages of at most XSITE_EAGER bytes (whole elements, at least one), so
- * that the MPI library sends each at once, without its rendezvous.  Every
- * input of m and of the messages is the same on every rank.  in is the
+ * messages of at most XSITE_EAGER bytes (xs_cross).  Every input of m and
+ * of the messages is the same on every rank.  in is the
  * input of every rank (the caller resolves MPI_IN_PLACE); steps are
  * disjoint, so in may be rbuf.
  */
@@ -471,55 +556,31 @@ static int pipeline_steps(int count, int size, int k)
 	return m < 1 ? 1 : (int)m;
 }
 
-/* elements of size bytes in one message across: XSITE_EAGER bytes' worth,
- * at least one (XSITE_EAGER=0: no limit) */
-static int eager_elems(int size)
-{
-	long e;
-
-	if (xs_cfg.eager <= 0 || size <= 0)
-		return INT_MAX;
-	e = xs_cfg.eager / size;
-	return e < 1 ? 1 : e > INT_MAX ? INT_MAX : (int)e;
-}
-
-/* the messages in which p elements cross, pe a message */
-static int eager_msgs(int p, int pe)
-{
-	return p <= pe ? 1 : (int)(((long long)p + pe - 1) / pe);
-}
-
 static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 			      int count, MPI_Datatype t, MPI_Op op, int root,
 			      int k)
 {
 	struct sub L = sub_local(c);
 	struct xs_tinfo ti;
-	MPI_Request *req = NULL;
+	struct xs_reqs v = { NULL, 0, 0 };
 	void *b1 = NULL, *b2 = NULL;
 	char *mine, *theirs;
-	int *cnt = NULL, *dsp = NULL, rc, q, m, j, p, lo, off, total;
-	int posted = 0, done = 0, all = root < 0, amroot = c->rank == root;
-	int rs = all ? c->me : c->site_of[root], sender = !all && c->me != rs;
-	int peer, per_msg = all ? 2 : 1, pe, nmsg, i, e;
-	size_t nreq = 0;
+	int *cnt = NULL, *dsp = NULL, *posted = NULL, rc, q, m, j, p, lo, off, total;
+	int done = 0, all = root < 0, amroot = c->rank == root;
+	int rs = all ? c->me : c->site_of[root], sender = !all && c->me != rs, peer;
 
 	xs_tinfo(t, &ti);
 	m = pipeline_steps(count, ti.size, k);
-	pe = eager_elems(ti.size);
 	j = xs_my_stream(c, k);
 	peer = j >= 0 ? xs_stream(c, 1 - c->me, k, j) : MPI_PROC_NULL;
-	for (total = 0, q = 0; j >= 0 && q < m; q++) {
-		p = xs_seg_len(xs_seg_len(count, m, q), k, j);
-		total += p;
-		nreq += (size_t)per_msg * (size_t)eager_msgs(p, pe);
-	}
+	for (total = 0, q = 0; j >= 0 && q < m; q++)
+		total += xs_seg_len(xs_seg_len(count, m, q), k, j);
 	mine = xs_tmp_typed(total, &ti, &b1);
 	theirs = xs_tmp_typed(sender ? 0 : total, &ti, &b2);
-	req = malloc(sizeof(MPI_Request) * (nreq ? nreq : 1));
+	posted = calloc((size_t)m, sizeof(int)); /* the requests of steps 0..q */
 	cnt = calloc((size_t)L.size, sizeof(int));
 	dsp = calloc((size_t)L.size, sizeof(int));
-	if (!mine || !theirs || !req || !cnt || !dsp)
+	if (!mine || !theirs || !posted || !cnt || !dsp)
 		CHECK(MPI_ERR_NO_MEM);
 
 	for (q = 0, off = 0; q < m; q++, off += p) {
@@ -528,17 +589,13 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 		p = j >= 0 ? cnt[L.rank] : 0;
 		CHECK(sub_reduce_scatter(&L, (const char *)in + (MPI_Aint)lo * ti.ext,
 					 mine + (MPI_Aint)off * ti.ext, cnt, t, op));
-		for (i = 0, nmsg = j >= 0 ? eager_msgs(p, pe) : 0; i < nmsg; i++) {
-			MPI_Aint at = (MPI_Aint)off + (MPI_Aint)i * pe;
-
-			e = i < nmsg - 1 ? pe : p - i * pe;
-			if (!sender)
-				CHECK(irecv_from(c, theirs + at * ti.ext, e, t, peer, TAG_CROSS,
-						 &req[posted++]));
-			if (all || sender)
-				CHECK(isend_to(c, mine + at * ti.ext, e, t, peer, TAG_CROSS,
-					       &req[posted++]));
-		}
+		if (j >= 0 && !sender)
+			CHECK(xs_cross(c, 0, theirs + (MPI_Aint)off * ti.ext, p, t, peer,
+				       TAG_CROSS, &v));
+		if (j >= 0 && (all || sender))
+			CHECK(xs_cross(c, 1, mine + (MPI_Aint)off * ti.ext, p, t, peer,
+				       TAG_CROSS, &v));
+		posted[q] = v.n;
 	}
 
 	for (q = 0, off = 0; q < m; q++, off += p) {
@@ -548,9 +605,8 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 		seg_fill(c, xs_seg_len(count, m, q), k, cnt, dsp);
 		p = j >= 0 ? cnt[L.rank] : 0;
 		if (j >= 0) {
-			nmsg = per_msg * eager_msgs(p, pe);
-			CHECK(PMPI_Waitall(nmsg, &req[done], MPI_STATUSES_IGNORE));
-			done += nmsg;
+			CHECK(PMPI_Waitall(posted[q] - done, &v.r[done], MPI_STATUSES_IGNORE));
+			done = posted[q];
 			if (!sender)
 				CHECK(xs_combine(rs, mq, theirs + (MPI_Aint)off * ti.ext, p, t,
 					      op, &ti));
@@ -569,11 +625,10 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 		}
 	}
 out:
-	if (posted > done)
-		PMPI_Waitall(posted - done, &req[done], MPI_STATUSES_IGNORE);
+	xs_reqs_free(&v); /* after an error: the requests still outstanding */
 	free(b1);
 	free(b2);
-	free(req);
+	free(posted);
 	free(cnt);
 	free(dsp);
 	return rc;
@@ -597,7 +652,7 @@ int xs_allreduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 
 			if (!theirs)
 				CHECK(MPI_ERR_NO_MEM);
-			CHECK(exchange(c, rbuf, theirs, count, t, c->members[other][0]));
+			CHECK(swap(c, rbuf, count, theirs, count, t, c->members[other][0]));
 			CHECK(xs_combine(c->me, rbuf, theirs, count, t, op, &ti));
 		}
 		CHECK(local_bcast(c, rbuf, count, t));
@@ -635,14 +690,14 @@ int xs_reduce(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 			CHECK(local_reduce(c, sbuf, w, count, t, op));
 		}
 		if (c->me != rs && L.rank == 0)
-			CHECK(send_to(c, w, count, t, root, TAG_CROSS));
+			CHECK(xs_cross_wait(c, 1, w, count, t, root, TAG_CROSS));
 		if (amroot) {
 			void *theirs = xs_tmp_typed(count, &ti, &b2);
 
 			if (!theirs)
 				CHECK(MPI_ERR_NO_MEM);
-			CHECK(PMPI_Recv(theirs, count, t, c->members[other][0], TAG_CROSS,
-					c->priv, MPI_STATUS_IGNORE));
+			CHECK(xs_cross_wait(c, 0, theirs, count, t, c->members[other][0],
+					    TAG_CROSS));
 			CHECK(xs_combine(rs, rbuf, theirs, count, t, op, &ti));
 		}
 	} else {
@@ -664,7 +719,7 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 {
 	struct sub L = sub_local(c);
 	struct xs_img im = { NULL, NULL, 0 };
-	MPI_Request req = MPI_REQUEST_NULL;
+	struct xs_reqs v = { NULL, 0, 0 };
 	int *cnt = NULL, *dsp = NULL, rc, j, n;
 	int rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
 
@@ -673,11 +728,10 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	n = (int)im.bytes;
 	if (k == 1) {
 		if (amroot)
-			CHECK(isend_to(c, im.p, n, MPI_BYTE, c->members[other][0],
-				       TAG_CROSS, &req));
+			CHECK(xs_cross(c, 1, im.p, n, MPI_BYTE, c->members[other][0],
+				       TAG_CROSS, &v));
 		if (c->me != rs && L.rank == 0)
-			CHECK(PMPI_Recv(im.p, n, MPI_BYTE, root, TAG_CROSS, c->priv,
-					MPI_STATUS_IGNORE));
+			CHECK(xs_cross_wait(c, 0, im.p, n, MPI_BYTE, root, TAG_CROSS));
 		if (c->me == rs && c->lrank[root] != 0)
 			CHECK(sub_bcast(&L, im.p, n, MPI_BYTE, c->lrank[root]));
 		else
@@ -697,22 +751,20 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 					    j >= 0 ? cnt[L.rank] : 0, MPI_BYTE,
 					    c->lrank[root], c->local));
 			if (j >= 0)
-				CHECK(isend_to(c, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
-					       xs_stream(c, other, k, j), TAG_CROSS, &req));
+				CHECK(xs_cross(c, 1, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
+					       xs_stream(c, other, k, j), TAG_CROSS, &v));
 		} else if (j >= 0) {
-			CHECK(PMPI_Recv(im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
-					xs_stream(c, rs, k, j), TAG_CROSS, c->priv,
-					MPI_STATUS_IGNORE));
+			CHECK(xs_cross_wait(c, 0, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
+					    xs_stream(c, rs, k, j), TAG_CROSS));
 		}
 		CHECK(sub_allgatherv(&L, im.p, cnt, dsp, MPI_BYTE));
 	}
-	CHECK(PMPI_Wait(&req, MPI_STATUS_IGNORE));
+	CHECK(xs_reqs_wait(&v));
 	FAULT(c, XS_BCAST, !amroot && c->rank == c->size - 1, im.p, im.bytes);
 	if (!amroot)
 		CHECK(xs_img_done(&im, buf, count, t, c->comm));
 out:
-	if (req != MPI_REQUEST_NULL)
-		PMPI_Wait(&req, MPI_STATUS_IGNORE);
+	xs_reqs_free(&v);
 	xs_img_free(&im);
 	free(cnt);
 	free(dsp);
@@ -732,7 +784,7 @@ int xs_barrier(struct xs_comm *c)
 	if (FAULTY(XS_BARRIER))
 		goto out;
 	if (L.rank == 0)
-		CHECK(exchange(c, &none, &none, 0, MPI_BYTE, c->members[1 - c->me][0]));
+		CHECK(swap(c, &none, 0, &none, 0, MPI_BYTE, c->members[1 - c->me][0]));
 	xs_model_barrier(L.w, L.size, L.rank);
 	CHECK(PMPI_Barrier(c->local));
 out:
@@ -760,7 +812,7 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 		 int k)
 {
 	struct sub L = sub_local(c);
-	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct work w = { .y = NULL }; /* nothing owned yet */
 	struct xs_img *own = &w.im[0], *out = &w.im[1];
 	char **x = w.x;
 	int rc, r, j, me = c->me, other = 1 - me;
@@ -770,8 +822,7 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 	b = own->bytes;
 	x[0] = xmalloc((size_t)c->n[0] * b);
 	x[1] = xmalloc((size_t)c->n[1] * b);
-	w.req = malloc(sizeof(MPI_Request) * 2);
-	if (!x[0] || !x[1] || !w.req)
+	if (!x[0] || !x[1])
 		CHECK(MPI_ERR_NO_MEM);
 
 	/* my site's blocks, everywhere at my site */
@@ -784,12 +835,9 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 		int ms = (int)((size_t)c->n[me] * b), os = (int)((size_t)c->n[other] * b);
 		int peer = xs_stream(c, other, k, j);
 
-		CHECK(irecv_from(c, x[other] + xs_seg_lo(os, k, j), xs_seg_len(os, k, j),
-				 MPI_BYTE, peer, TAG_CROSS, &w.req[w.nr++]));
-		CHECK(isend_to(c, x[me] + xs_seg_lo(ms, k, j), xs_seg_len(ms, k, j),
-			       MPI_BYTE, peer, TAG_CROSS, &w.req[w.nr++]));
-		CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
-		w.nr = 0;
+		CHECK(swap(c, x[me] + xs_seg_lo(ms, k, j), xs_seg_len(ms, k, j),
+			   x[other] + xs_seg_lo(os, k, j), xs_seg_len(os, k, j), MPI_BYTE,
+			   peer));
 	}
 	/* the other site's blocks, everywhere at my site */
 	if (k == 1) {
@@ -816,7 +864,7 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 	      int root, int k)
 {
 	struct sub L = sub_local(c);
-	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct work w = { .y = NULL }; /* nothing owned yet */
 	struct xs_img *own = &w.im[0], *out = &w.im[1];
 	char **x = w.x;
 	int rc, r, j, l, rs = c->site_of[root], other = 1 - rs;
@@ -826,9 +874,6 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 	CHECK(xs_own_block(c, sbuf, scount, stype, rbuf, rcount, rtype,
 			   root, own));
 	b = own->bytes;
-	w.req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
-	if (!w.req)
-		CHECK(MPI_ERR_NO_MEM);
 
 	if (c->me == rs) {
 		if (amroot) {
@@ -840,18 +885,17 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 			for (j = 0; j < k; j++) {
 				int lo = xs_seg_lo(c->n[other], k, j);
 
-				CHECK(irecv_from(c, x[other] + (size_t)lo * b,
-						 (int)((size_t)xs_seg_len(c->n[other], k, j) * b),
-						 MPI_BYTE, xs_stream(c, other, k, j), TAG_CROSS,
-						 &w.req[w.nr++]));
+				CHECK(xs_cross(c, 0, x[other] + (size_t)lo * b,
+					       (int)((size_t)xs_seg_len(c->n[other], k, j) * b),
+					       MPI_BYTE, xs_stream(c, other, k, j), TAG_CROSS,
+					       &w.q));
 			}
 		}
 		xs_model_gather(L.w, L.size, lr, c->lrank[root], b);
 		CHECK(PMPI_Gather(own->p, (int)b, MPI_BYTE, x[rs], (int)b, MPI_BYTE,
 				  c->lrank[root], c->local));
 		if (amroot) {
-			CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
-			w.nr = 0;
+			CHECK(xs_reqs_wait(&w.q));
 			CHECK(xs_img_out(rbuf, c->size * rcount, rtype, out));
 			for (r = 0; r < c->size; r++)
 				memcpy(out->p + (size_t)r * b,
@@ -867,8 +911,8 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 		CHECK(PMPI_Gather(own->p, (int)b, MPI_BYTE, w.y, (int)b, MPI_BYTE, 0,
 				  c->local));
 		if (lr == 0)
-			CHECK(send_to(c, w.y, (int)((size_t)c->n[c->me] * b), MPI_BYTE,
-				      root, TAG_CROSS));
+			CHECK(xs_cross_wait(c, 1, w.y, (int)((size_t)c->n[c->me] * b),
+					    MPI_BYTE, root, TAG_CROSS));
 	} else {
 		/* stream j collects the blocks of local ranks in range j and
 		 * sends them to the root */
@@ -885,16 +929,15 @@ int xs_gather(struct xs_comm *c, const void *sbuf, int scount,
 				else
 					CHECK(irecv_from(c, w.y + (size_t)(l - lo) * b, (int)b,
 							 MPI_BYTE, c->members[c->me][l],
-							 TAG_TO_STREAM, &w.req[w.nr++]));
+							 TAG_TO_STREAM, &w.q));
 		}
 		if (xs_stream(c, c->me, k, sj) != c->rank)
 			CHECK(isend_to(c, own->p, (int)b, MPI_BYTE, xs_stream(c, c->me, k, sj),
-				       TAG_TO_STREAM, &w.req[w.nr++]));
-		CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
-		w.nr = 0;
+				       TAG_TO_STREAM, &w.q));
+		CHECK(xs_reqs_wait(&w.q));
 		if (mj >= 0)
-			CHECK(send_to(c, w.y, (int)((size_t)xs_seg_len(n, k, mj) * b), MPI_BYTE,
-				      root, TAG_CROSS));
+			CHECK(xs_cross_wait(c, 1, w.y, (int)((size_t)xs_seg_len(n, k, mj) * b),
+					    MPI_BYTE, root, TAG_CROSS));
 	}
 out:
 	return work_end(&w, rc);
@@ -907,7 +950,7 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 	       int root, int k)
 {
 	struct sub L = sub_local(c);
-	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct work w = { .y = NULL }; /* nothing owned yet */
 	struct xs_img *in = &w.im[0], *mine = &w.im[1];
 	char **x = w.x;
 	int rc, r, j, l, rs = c->site_of[root], other = 1 - rs;
@@ -919,9 +962,6 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 	if (amroot && c->me != rs)
 		return MPI_ERR_INTERN;
 	inplace = amroot && rbuf == MPI_IN_PLACE;
-	w.req = malloc(sizeof(MPI_Request) * (size_t)(c->n[c->me] + k + 1));
-	if (!w.req)
-		CHECK(MPI_ERR_NO_MEM);
 	if (amroot) {
 		CHECK(xs_img_in(sbuf, c->size * scount, stype, c->comm, 0, in));
 		b = in->bytes / (size_t)c->size;
@@ -941,10 +981,9 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 			memcpy(x[c->site_of[r]] + (size_t)c->lrank[r] * b,
 			       in->p + (size_t)r * b, b);
 		for (j = 0; j < k; j++)
-			CHECK(isend_to(c, x[other] + (size_t)xs_seg_lo(c->n[other], k, j) * b,
+			CHECK(xs_cross(c, 1, x[other] + (size_t)xs_seg_lo(c->n[other], k, j) * b,
 				       (int)((size_t)xs_seg_len(c->n[other], k, j) * b),
-				       MPI_BYTE, xs_stream(c, other, k, j), TAG_CROSS,
-				       &w.req[w.nr++]));
+				       MPI_BYTE, xs_stream(c, other, k, j), TAG_CROSS, &w.q));
 	}
 	if (c->me == rs) {
 		xs_model_scatter(L.w, L.size, lr, c->lrank[root], b);
@@ -955,8 +994,8 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 		if (lr == 0) {
 			if (!(w.y = xmalloc((size_t)c->n[c->me] * b)))
 				CHECK(MPI_ERR_NO_MEM);
-			CHECK(PMPI_Recv(w.y, (int)((size_t)c->n[c->me] * b), MPI_BYTE, root,
-					TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
+			CHECK(xs_cross_wait(c, 0, w.y, (int)((size_t)c->n[c->me] * b),
+					    MPI_BYTE, root, TAG_CROSS));
 		}
 		xs_model_scatter(L.w, L.size, lr, 0, b);
 		CHECK(PMPI_Scatter(w.y, (int)b, MPI_BYTE, mine->p, (int)b, MPI_BYTE, 0,
@@ -968,25 +1007,24 @@ int xs_scatter(struct xs_comm *c, const void *sbuf, int scount,
 
 		if (xs_stream(c, c->me, k, sj) != c->rank)
 			CHECK(irecv_from(c, mine->p, (int)b, MPI_BYTE, xs_stream(c, c->me, k, sj),
-					 TAG_FROM_STREAM, &w.req[w.nr++]));
+					 TAG_FROM_STREAM, &w.q));
 		if (mj >= 0) {
 			int lo = xs_seg_lo(n, k, mj), len = xs_seg_len(n, k, mj);
 
 			if (!(w.y = xmalloc((size_t)len * b)))
 				CHECK(MPI_ERR_NO_MEM);
-			CHECK(PMPI_Recv(w.y, (int)((size_t)len * b), MPI_BYTE, root, TAG_CROSS,
-					c->priv, MPI_STATUS_IGNORE));
+			CHECK(xs_cross_wait(c, 0, w.y, (int)((size_t)len * b), MPI_BYTE, root,
+					    TAG_CROSS));
 			for (l = lo; l < lo + len; l++)
 				if (l == lr)
 					memcpy(mine->p, w.y + (size_t)(l - lo) * b, b);
 				else
 					CHECK(isend_to(c, w.y + (size_t)(l - lo) * b, (int)b,
 						       MPI_BYTE, c->members[c->me][l],
-						       TAG_FROM_STREAM, &w.req[w.nr++]));
+						       TAG_FROM_STREAM, &w.q));
 		}
 	}
-	CHECK(PMPI_Waitall(w.nr, w.req, MPI_STATUSES_IGNORE));
-	w.nr = 0;
+	CHECK(xs_reqs_wait(&w.q));
 	if (!inplace) {
 		FAULT(c, XS_SCATTER, c->rank == c->size - 1, mine->p, mine->bytes);
 		CHECK(xs_img_done(mine, rbuf, rcount, rtype, c->comm));
@@ -1030,27 +1068,22 @@ out:
 static int alltoall_direct(const struct xs_comm *c, const char *in, char *out,
 			   size_t b)
 {
-	int o = 1 - c->me, no = c->n[o], l, nr = 0, rc;
+	struct xs_reqs v = { NULL, 0, 0 };
+	int o = 1 - c->me, no = c->n[o], l, rc;
 	int first = c->lrank[c->rank] % no;
-	MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)(2 * no));
 
-	if (!req)
-		return MPI_ERR_NO_MEM;
 	for (l = 0; l < no; l++) {
 		int peer = c->members[o][(first + l) % no];
 
-		CHECK(irecv_from(c, out + (size_t)peer * b, (int)b, MPI_BYTE, peer,
-				 TAG_CROSS, &req[nr++]));
-		CHECK(isend_to(c, in + (size_t)peer * b, (int)b, MPI_BYTE, peer,
-			       TAG_CROSS, &req[nr++]));
+		CHECK(xs_cross(c, 0, out + (size_t)peer * b, (int)b, MPI_BYTE, peer,
+			       TAG_CROSS, &v));
+		CHECK(xs_cross(c, 1, in + (size_t)peer * b, (int)b, MPI_BYTE, peer,
+			       TAG_CROSS, &v));
 	}
 	CHECK(alltoall_local(c, in, out, b));
-	CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
-	nr = 0;
+	CHECK(xs_reqs_wait(&v));
 out:
-	if (nr)
-		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
-	free(req);
+	xs_reqs_free(&v);
 	return rc;
 }
 
@@ -1070,9 +1103,11 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 {
 	struct sub L = sub_local(c);
 	struct xs_img in = { NULL, NULL, 0 }, out = { NULL, NULL, 0 };
-	MPI_Request *req = NULL, *rA = NULL, rb[2], ra[1];
+	/* (C)'s receives, (A), (B) and (C)'s sends */
+	struct xs_reqs qr = { NULL, 0, 0 }, qa = { NULL, 0, 0 }, qb = { NULL, 0, 0 },
+		       qc = { NULL, 0, 0 };
 	char *cm = NULL, *g = NULL, *h = NULL, *d = NULL, *rx = NULL;
-	int rc, l, j, s, nr = 0, nb = 0, nrA = 0, na = 0, me = c->me, o = 1 - me;
+	int rc, l, j, s, me = c->me, o = 1 - me;
 	int lr = L.rank;
 	int nm = c->n[me], no = c->n[o], mj, sa;
 	size_t b;
@@ -1090,8 +1125,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 	}
 	cm = xmalloc((size_t)no * b);
 	rx = xmalloc((size_t)no * b);
-	req = malloc(sizeof(MPI_Request) * (size_t)(2 * nm + 2 * k + 4));
-	if (!cm || !rx || !req)
+	if (!cm || !rx)
 		CHECK(MPI_ERR_NO_MEM);
 	mj = xs_my_stream(c, k);
 	sa = xs_stream(c, me, k, seg_of(nm, k, lr));
@@ -1103,7 +1137,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		if (s != c->rank)
 			CHECK(irecv_from(c, rx + (size_t)xs_seg_lo(no, k, j) * b,
 					 (int)((size_t)xs_seg_len(no, k, j) * b), MPI_BYTE, s,
-					 TAG_FROM_STREAM, &req[nr++]));
+					 TAG_FROM_STREAM, &qr));
 	}
 
 	/* (A) my blocks for the other site, to the stream rank of my range */
@@ -1116,8 +1150,7 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 			lo = xs_seg_lo(nm, k, mj);
 			len = xs_seg_len(nm, k, mj);
 			g = xmalloc((size_t)len * (size_t)no * b);
-			rA = malloc(sizeof(MPI_Request) * (size_t)(len + 1));
-			if (!g || !rA)
+			if (!g)
 				CHECK(MPI_ERR_NO_MEM);
 		}
 		for (l = lo; l < lo + len; l++)
@@ -1126,14 +1159,11 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 			else
 				CHECK(irecv_from(c, g + (size_t)(l - lo) * no * b,
 						 (int)((size_t)no * b), MPI_BYTE,
-						 c->members[me][l], TAG_TO_STREAM, &rA[nrA++]));
+						 c->members[me][l], TAG_TO_STREAM, &qa));
 		if (sa != c->rank)
 			CHECK(isend_to(c, cm, (int)((size_t)no * b), MPI_BYTE, sa,
-				       TAG_TO_STREAM, &ra[na++]));
-		CHECK(PMPI_Waitall(nrA, rA, MPI_STATUSES_IGNORE));
-		nrA = 0;
-		CHECK(PMPI_Waitall(na, ra, MPI_STATUSES_IGNORE));
-		na = 0;
+				       TAG_TO_STREAM, &qa));
+		CHECK(xs_reqs_wait(&qa));
 	}
 
 	/* (B) stream pair j: range j of my site x all of the other site, and
@@ -1147,10 +1177,10 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 		d = xmalloc((size_t)leno * (size_t)nm * b);
 		if (!h || !d)
 			CHECK(MPI_ERR_NO_MEM);
-		CHECK(irecv_from(c, h, (int)((size_t)leno * nm * b), MPI_BYTE, peer,
-				 TAG_CROSS, &rb[nb++]));
-		CHECK(isend_to(c, g, (int)((size_t)lenm * no * b), MPI_BYTE, peer,
-			       TAG_CROSS, &rb[nb++]));
+		CHECK(xs_cross(c, 0, h, (int)((size_t)leno * nm * b), MPI_BYTE, peer,
+			       TAG_CROSS, &qb));
+		CHECK(xs_cross(c, 1, g, (int)((size_t)lenm * no * b), MPI_BYTE, peer,
+			       TAG_CROSS, &qb));
 	}
 
 	/* inside my site, while the link carries (B) */
@@ -1158,11 +1188,8 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 
 	if (mj >= 0) {
 		int leno = xs_seg_len(no, k, mj), src, dst;
-		MPI_Request *rC;
-		int nC = 0;
 
-		CHECK(PMPI_Waitall(nb, rb, MPI_STATUSES_IGNORE));
-		nb = 0;
+		CHECK(xs_reqs_wait(&qb));
 
 		/* (C) h is [source in range][destination at my site]: to each
 		 * destination its column */
@@ -1170,42 +1197,30 @@ int xs_alltoall(struct xs_comm *c, const void *sbuf, int scount,
 			for (src = 0; src < leno; src++)
 				memcpy(d + ((size_t)dst * leno + src) * b,
 				       h + ((size_t)src * nm + dst) * b, b);
-		rC = malloc(sizeof(MPI_Request) * (size_t)nm);
-		if (!rC)
-			CHECK(MPI_ERR_NO_MEM);
 		for (dst = 0; dst < nm; dst++) {
 			char *col = d + (size_t)dst * leno * b;
 
 			if (c->members[me][dst] == c->rank)
 				memcpy(rx + (size_t)xs_seg_lo(no, k, mj) * b, col,
 				       (size_t)leno * b);
-			else if ((rc = isend_to(c, col, (int)((size_t)leno * b), MPI_BYTE,
-						c->members[me][dst], TAG_FROM_STREAM,
-						&rC[nC++])) != MPI_SUCCESS)
-				break;
+			else
+				CHECK(isend_to(c, col, (int)((size_t)leno * b), MPI_BYTE,
+					       c->members[me][dst], TAG_FROM_STREAM, &qc));
 		}
-		if (rc == MPI_SUCCESS)
-			rc = PMPI_Waitall(nC, rC, MPI_STATUSES_IGNORE);
-		free(rC);
-		if (rc != MPI_SUCCESS)
-			goto out;
+		CHECK(xs_reqs_wait(&qc));
 	}
-	CHECK(PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE));
-	nr = 0;
+	CHECK(xs_reqs_wait(&qr));
 	for (l = 0; l < no; l++)
 		memcpy(out.p + (size_t)c->members[o][l] * b, rx + (size_t)l * b, b);
 deliver:
 	FAULT(c, XS_ALLTOALL, c->rank == c->size - 1, out.p, out.bytes);
 	CHECK(xs_img_done(&out, rbuf, c->size * rcount, rtype, c->comm));
 out:
-	if (nr)
-		PMPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
-	if (nrA)
-		PMPI_Waitall(nrA, rA, MPI_STATUSES_IGNORE);
-	if (na)
-		PMPI_Waitall(na, ra, MPI_STATUSES_IGNORE);
-	if (nb)
-		PMPI_Waitall(nb, rb, MPI_STATUSES_IGNORE);
+	/* after an error: the requests still outstanding */
+	xs_reqs_free(&qr);
+	xs_reqs_free(&qa);
+	xs_reqs_free(&qc);
+	xs_reqs_free(&qb);
 	xs_img_free(&in);
 	xs_img_free(&out);
 	free(cm);
@@ -1213,31 +1228,10 @@ out:
 	free(g);
 	free(h);
 	free(d);
-	free(req);
-	free(rA);
 	return rc;
 }
 
 /* ---- through the two site leaders: unequal crossings -------------------- */
-
-/* send sn elements to the other site's leader and receive rn from it */
-static int swap(const struct xs_comm *c, const void *sbuf, int sn, void *rbuf,
-		int rn, MPI_Datatype t)
-{
-	MPI_Request r[2];
-	int rc, peer = c->members[1 - c->me][0];
-
-	rc = irecv_from(c, rbuf, rn, t, peer, TAG_CROSS, &r[0]);
-	if (rc != MPI_SUCCESS)
-		return rc;
-	rc = isend_to(c, sbuf, sn, t, peer, TAG_CROSS, &r[1]);
-	if (rc != MPI_SUCCESS) {
-		PMPI_Cancel(&r[0]);
-		PMPI_Wait(&r[0], MPI_STATUS_IGNORE);
-		return rc;
-	}
-	return PMPI_Waitall(2, r, MPI_STATUSES_IGNORE);
-}
 
 /* the blocks of site s's ranks (cnt[r] elements at dsp[r] of all), one
  * after the other in the site's local rank order, into out */
@@ -1310,7 +1304,7 @@ int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
 			CHECK(MPI_ERR_NO_MEM);
 		CHECK(site_blocks(c, other, all, cnt, dsp, t, &ti, send));
 		CHECK(site_blocks(c, me, all, cnt, dsp, t, &ti, mine));
-		CHECK(swap(c, send, no, theirs, nm, t));
+		CHECK(swap(c, send, no, theirs, nm, t, c->members[other][0]));
 		CHECK(xs_combine(me, mine, theirs, nm, t, op, &ti));
 	}
 	lb = xs_counts_bytes(lcnt, L.size, t);
@@ -1359,7 +1353,7 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 		  const int *displs, MPI_Datatype rtype)
 {
 	struct sub L = sub_local(c);
-	struct work w = { .nr = 0 }; /* nothing owned yet */
+	struct work w = { .y = NULL }; /* nothing owned yet */
 	struct xs_img *own = &w.im[0];
 	struct xs_tinfo ti;
 	int *cnt[2] = { NULL, NULL }, *dsp[2] = { NULL, NULL }, bytes[2] = { 0, 0 };
@@ -1395,7 +1389,8 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 			      MPI_BYTE, c->local));
 	/* across, between the leaders; then the other site's, everywhere here */
 	if (L.rank == 0)
-		CHECK(swap(c, w.x[me], bytes[me], w.x[other], bytes[other], MPI_BYTE));
+		CHECK(swap(c, w.x[me], bytes[me], w.x[other], bytes[other], MPI_BYTE,
+			   c->members[other][0]));
 	CHECK(local_bcast(c, w.x[other], bytes[other], MPI_BYTE));
 	FAULT(c, XS_ALLGATHERV, c->rank == c->size - 1, w.x[other], (size_t)bytes[other]);
 	for (r = 0; r < c->size; r++) {
@@ -1461,7 +1456,8 @@ int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 			/* site 0's total: this rank's inclusive result */
 			if (exclusive && L.rank > 0)
 				CHECK(PMPI_Reduce_local(rbuf, keep, count, t, op));
-			CHECK(send_to(c, exclusive ? keep : rbuf, count, t, n0, TAG_CROSS));
+			CHECK(xs_cross_wait(c, 1, exclusive ? keep : rbuf, count, t, n0,
+					    TAG_CROSS));
 		}
 		goto out;
 	}
@@ -1469,7 +1465,7 @@ int xs_scan(struct xs_comm *c, const void *sbuf, void *rbuf, int count,
 	if (!pre)
 		CHECK(MPI_ERR_NO_MEM);
 	if (first1)
-		CHECK(PMPI_Recv(pre, count, t, n0 - 1, TAG_CROSS, c->priv, MPI_STATUS_IGNORE));
+		CHECK(xs_cross_wait(c, 0, pre, count, t, n0 - 1, TAG_CROSS));
 	CHECK(local_bcast(c, pre, count, t));
 	if (exclusive && first1)
 		CHECK(xs_copy_typed(rbuf, pre, count, t, &ti));

@@ -37,7 +37,7 @@ static const struct tunable {
 	{ "XSITE_PIPELINE", INT, "262144", 0, 1L << 40,
 	  "bytes per stream pair in each step of a pipelined large reduction (0: no pipeline)" },
 	{ "XSITE_EAGER", AUTO_INT, "auto", 0, 1L << 40,
-	  "largest message of a pipeline step across the link (auto: the MPI library's eager limit less a header; 0: no limit)" },
+	  "largest message of a collective across the link (auto: the MPI library's eager limit less a header; 0: no limit)" },
 	{ "XSITE_VERBOSE", INT, "0", 0, 2,
 	  "1: log each collective decision once per communicator and the traffic; 2: also the tunables" },
 	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, "auto", 0, 2,
@@ -156,15 +156,16 @@ void xs_config_load(int world_rank)
 }
 
 /*
- * XSITE_EAGER=auto: each step of a pipelined reduction crosses the link in
- * messages that the MPI library sends eagerly.  Open MPI's ob1 sends a
+ * XSITE_EAGER=auto: libxsite's collectives cross the link in messages that
+ * the MPI library sends eagerly (coll.c, xs_cross).  Open MPI's ob1 sends a
  * message larger than its transport's eager limit (btl/tcp:
  * btl_tcp_eager_limit, 64 KiB by default, header included) by rendezvous:
  * a request, the receiver's answer, then the rest, two one-way latencies
  * more than the data needs, which on a long link cost more than the data.
  * So a piece is at most the eager limit less EAGER_HEADER bytes for ob1's
  * header (a few dozen bytes), read through the MPI tool interface; where
- * the library has no such variable, no limit (a step in one message).
+ * the library has no such variable, no limit (one message, whatever its
+ * size).
  * Ranks may read different values (MCA parameter files are per node) and
  * must agree: the smallest is taken, one allreduce on MPI_COMM_WORLD.
  */

@@ -162,6 +162,28 @@ extern const char *const xs_coll_name[XS_NCOLL];
 enum { TAG_CROSS = 1, TAG_TO_STREAM, TAG_FROM_STREAM, TAG_CLOCK = 100,
        TAG_NBC = 200 /* ... TAG_NBC + XS_NBC_LANES - 1: one per lane */ };
 
+/* requests that grow as they are posted; after an error, xs_reqs_free
+ * completes the ones started before it frees them */
+struct xs_reqs {
+	MPI_Request *r;
+	int n, cap;
+};
+/* a new slot (MPI_REQUEST_NULL until the post sets it), NULL: no memory */
+MPI_Request *xs_reqs_add(struct xs_reqs *v);
+int xs_reqs_wait(struct xs_reqs *v); /* all of them; none outstanding after */
+void xs_reqs_free(struct xs_reqs *v);
+
+/* count items of t at buf across the link, to peer (send) or from it (on
+ * the private communicator, tag), in messages that the MPI library sends
+ * eagerly: at most XSITE_EAGER bytes each (whole items, at least one; one
+ * message of any size with XSITE_EAGER=0), one request each in v.  Both
+ * sides post the same count, so their pieces match; a send is counted. */
+int xs_cross(const struct xs_comm *c, int send, const void *buf, int count,
+	     MPI_Datatype t, int peer, int tag, struct xs_reqs *v);
+/* the same, waited for: a blocking send or receive */
+int xs_cross_wait(const struct xs_comm *c, int send, const void *buf, int count,
+		  MPI_Datatype t, int peer, int tag);
+
 /* a datatype's layout; contig: a predefined type whose elements tile
  * memory (memcpy) */
 struct xs_tinfo {

@@ -6,11 +6,13 @@
  * but for Iallgather:
  *   Iallreduce: a site-local Ireduce to the site leader; the two leaders
  *               swap their partial results across the link (one message
- *               each way) and combine them in one fixed order (site 0 op
+ *               each way, in pieces sent eagerly: xs_cross in coll.c) and
+ *               combine them in one fixed order (site 0 op
  *               site 1, the same bits on both sides); a site-local Ibcast;
- *   Ibcast:     the root sends to the other site's leader across the link
- *               while its own site's Ibcast runs; that leader's site
- *               Ibcast follows when the message is in;
+ *   Ibcast:     on packed bytes (the ranks' types need only match in type
+ *               signature): the root sends to the other site's leader
+ *               across the link while its own site's Ibcast runs; that
+ *               leader's site Ibcast follows when the message is in;
  *   Ibarrier:   a site-local Ibarrier, the leaders swap an empty message,
  *               a site-local Ibarrier;
  *   Iallgather: a site-local Iallgather of the site's blocks (packed), the
@@ -59,8 +61,7 @@ struct xs_nbc {
 	struct xs_comm *c;
 	enum xs_coll_id coll;
 	MPI_Request greq; /* the program's */
-	MPI_Request sub[2];
-	int nsub;
+	struct xs_reqs sub; /* the requests of the step that runs */
 	int step;   /* the steps done */
 	int lane;   /* of its communicator's (nb_local, nb_run), and tag */
 	int rc;
@@ -76,7 +77,7 @@ struct xs_nbc {
 	int tdup; /* t is libxsite's duplicate of a derived type */
 	MPI_Op op;
 	void *theirs, *theirs_base; /* the other site's partial (a leader) */
-	struct xs_img own;  /* Iallgather: my block, packed */
+	struct xs_img own;  /* Iallgather: my block, packed; Ibcast: the buffer's image */
 	char *x[2];         /* Iallgather: the blocks of site 0 and of site 1 */
 	int *cnt, *dsp;     /* Iallgather, k > 1: the segments at my site */
 	struct xs_nbc *next;
@@ -164,24 +165,24 @@ static int cancel_fn(void *extra, int complete)
 
 /* ---- the steps ------------------------------------------------------------ */
 
+/* A step's next request: a new slot of s->sub, in *r. */
+static int slot(struct xs_nbc *s, MPI_Request **r)
+{
+	*r = xs_reqs_add(&s->sub);
+	return *r ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
 /* A swap across the link with peer (a leader's: the other leader), in
  * s->sub: scount items of t out of sbuf (counted), rcount in to rbuf, on
- * s's lane's tag. */
+ * s's lane's tag, each in messages sent eagerly (xs_cross). */
 static int swap(struct xs_nbc *s, int other, const void *sbuf, int scount, void *rbuf,
 		int rcount, MPI_Datatype t)
 {
-	struct xs_comm *c = s->c;
-	int tag = TAG_NBC + s->lane, size, rc;
+	int tag = TAG_NBC + s->lane;
+	int rc = xs_cross(s->c, 0, rbuf, rcount, t, other, tag, &s->sub);
 
-	PMPI_Type_size(t, &size);
-	rc = PMPI_Irecv(rbuf, rcount, t, other, tag, c->priv, &s->sub[0]);
-	s->nsub = rc == MPI_SUCCESS;
-	if (rc == MPI_SUCCESS) {
-		xs_count(c->wrank[other], (uint64_t)scount * (uint64_t)size, 1);
-		rc = PMPI_Isend(sbuf, scount, t, other, tag, c->priv, &s->sub[1]);
-		s->nsub += rc == MPI_SUCCESS;
-	}
-	return rc;
+	return rc == MPI_SUCCESS ? xs_cross(s->c, 1, sbuf, scount, t, other, tag, &s->sub)
+				 : rc;
 }
 
 /* Start the next step of s: its requests in s->sub.  Returns 1 when one
@@ -193,6 +194,7 @@ static int allreduce_step(struct xs_nbc *s)
 	int lrank = c->lrank[c->rank], lsize = c->n[c->me], leader = lrank == 0;
 	int rc = MPI_SUCCESS;
 	struct xs_tinfo ti;
+	MPI_Request *r;
 	uint64_t bytes;
 
 	xs_tinfo(s->t, &ti);
@@ -200,13 +202,14 @@ static int allreduce_step(struct xs_nbc *s)
 	switch (s->step++) {
 	case 0: /* to the site leader */
 		xs_model_reduce(c->local_w, lsize, lrank, 0, bytes);
+		if ((rc = slot(s, &r)) != MPI_SUCCESS)
+			break;
 		if (leader)
 			rc = PMPI_Ireduce(s->sbuf, s->buf, s->count, s->t, s->op, 0,
-					  lc, &s->sub[0]);
+					  lc, r);
 		else
 			rc = PMPI_Ireduce(s->sbuf == MPI_IN_PLACE ? s->buf : s->sbuf, NULL,
-					  s->count, s->t, s->op, 0, lc, &s->sub[0]);
-		s->nsub = rc == MPI_SUCCESS;
+					  s->count, s->t, s->op, 0, lc, r);
 		break;
 	case 1: /* the leaders swap across the link */
 		if (leader) {
@@ -226,8 +229,8 @@ static int allreduce_step(struct xs_nbc *s)
 				break;
 		}
 		xs_model_bcast(c->local_w, lsize, lrank, 0, bytes);
-		rc = PMPI_Ibcast(s->buf, s->count, s->t, 0, lc, &s->sub[0]);
-		s->nsub = rc == MPI_SUCCESS;
+		if ((rc = slot(s, &r)) == MPI_SUCCESS)
+			rc = PMPI_Ibcast(s->buf, s->count, s->t, 0, lc, r);
 		break;
 	default:
 #ifdef XSITE_FAULT_INJECTION
@@ -245,13 +248,13 @@ static int barrier_step(struct xs_nbc *s)
 	struct xs_comm *c = s->c;
 	MPI_Comm lc = c->nb_local[s->lane];
 	int lrank = c->lrank[c->rank], lsize = c->n[c->me], rc = MPI_SUCCESS;
+	MPI_Request *r;
 
-	s->nsub = 0;
 	switch (s->step++) {
 	case 0:
 		xs_model_barrier(c->local_w, lsize, lrank);
-		rc = PMPI_Ibarrier(lc, &s->sub[0]);
-		s->nsub = rc == MPI_SUCCESS;
+		if ((rc = slot(s, &r)) == MPI_SUCCESS)
+			rc = PMPI_Ibarrier(lc, r);
 		break;
 	case 1: /* the leaders: an empty message each way */
 #ifdef XSITE_FAULT_INJECTION
@@ -268,8 +271,8 @@ static int barrier_step(struct xs_nbc *s)
 		/* fall through */
 	case 2:
 		xs_model_barrier(c->local_w, lsize, lrank);
-		rc = PMPI_Ibarrier(lc, &s->sub[0]);
-		s->nsub = rc == MPI_SUCCESS;
+		if ((rc = slot(s, &r)) == MPI_SUCCESS)
+			rc = PMPI_Ibarrier(lc, r);
 		break;
 	default:
 		return 0;
@@ -284,44 +287,37 @@ static int bcast_step(struct xs_nbc *s)
 	MPI_Comm lc = c->nb_local[s->lane];
 	int tag = TAG_NBC + s->lane;
 	int rs = c->site_of[s->root], lrank = c->lrank[c->rank], lsize = c->n[c->me];
-	int leader = lrank == 0, amroot = c->rank == s->root, size, rc = MPI_SUCCESS;
-	int lroot = c->me == rs ? c->lrank[s->root] : 0;
-	uint64_t bytes;
+	int leader = lrank == 0, amroot = c->rank == s->root, rc = MPI_SUCCESS;
+	int lroot = c->me == rs ? c->lrank[s->root] : 0, n = (int)s->own.bytes;
+	MPI_Request *r;
 
-	PMPI_Type_size(s->t, &size);
-	bytes = (uint64_t)s->count * (uint64_t)size;
-	s->nsub = 0;
 	switch (s->step++) {
 	case 0:
 		if (c->me != rs && leader) { /* from the root, across */
-			rc = PMPI_Irecv(s->buf, s->count, s->t, s->root, tag, c->priv,
-					&s->sub[0]);
-			s->nsub = rc == MPI_SUCCESS;
+			rc = xs_cross(c, 0, s->own.p, n, MPI_BYTE, s->root, tag, &s->sub);
 			break;
 		}
-		if (amroot) {
-			int other = c->members[1 - rs][0];
-
-			xs_count(c->wrank[other], bytes, 1);
-			rc = PMPI_Isend(s->buf, s->count, s->t, other, tag, c->priv,
-					&s->sub[0]);
-			s->nsub = rc == MPI_SUCCESS;
-		}
+		if (amroot)
+			rc = xs_cross(c, 1, s->own.p, n, MPI_BYTE, c->members[1 - rs][0], tag,
+				      &s->sub);
 		s->step++; /* the site's broadcast: now */
 		/* fall through */
 	case 1:
 		if (rc != MPI_SUCCESS)
 			break;
-		xs_model_bcast(c->local_w, lsize, lrank, lroot, bytes);
-		rc = PMPI_Ibcast(s->buf, s->count, s->t, lroot, lc,
-				 &s->sub[s->nsub]);
-		s->nsub += rc == MPI_SUCCESS;
+		xs_model_bcast(c->local_w, lsize, lrank, lroot, (uint64_t)n);
+		if ((rc = slot(s, &r)) == MPI_SUCCESS)
+			rc = PMPI_Ibcast(s->own.p, n, MPI_BYTE, lroot, lc, r);
 		break;
-	default:
+	case 2: /* unpacked (c->priv: the program may have freed comm) */
 #ifdef XSITE_FAULT_INJECTION
-		if (xs_fault("ibcast") && !amroot && c->rank == c->size - 1 && bytes)
-			((unsigned char *)s->buf)[0] ^= 1;
+		if (xs_fault("ibcast") && !amroot && c->rank == c->size - 1 && n)
+			s->own.p[0] ^= 1;
 #endif
+		if (!amroot)
+			s->rc = xs_img_done(&s->own, s->buf, s->count, s->t, c->priv);
+		return 0;
+	default:
 		return 0;
 	}
 	s->rc = rc;
@@ -336,14 +332,14 @@ static int allgather_step(struct xs_nbc *s)
 	int b = (int)s->own.bytes, r, j, rc = MPI_SUCCESS; /* all of it < 2 GiB */
 	int ms = c->n[me] * b, os = c->n[other] * b, k = s->k;
 	struct xs_img out;
+	MPI_Request *q;
 
-	s->nsub = 0;
 	switch (s->step++) {
 	case 0: /* my site's blocks, everywhere at my site */
 		xs_model_allgather(c->local_w, lsize, lrank, (uint64_t)b);
-		rc = PMPI_Iallgather(s->own.p, b, MPI_BYTE, s->x[me], b, MPI_BYTE, lc,
-				     &s->sub[0]);
-		s->nsub = rc == MPI_SUCCESS;
+		if ((rc = slot(s, &q)) == MPI_SUCCESS)
+			rc = PMPI_Iallgather(s->own.p, b, MPI_BYTE, s->x[me], b, MPI_BYTE, lc,
+					     q);
 		break;
 	case 1: /* stream pair j swaps segment j of each site's blocks (k = 1:
 		 * the leaders, all of them) */
@@ -357,9 +353,11 @@ static int allgather_step(struct xs_nbc *s)
 		s->step++;
 		/* fall through */
 	case 2: /* the other site's blocks, everywhere at my site */
+		if ((rc = slot(s, &q)) != MPI_SUCCESS)
+			break;
 		if (k == 1) {
 			xs_model_bcast(c->local_w, lsize, lrank, 0, (uint64_t)os);
-			rc = PMPI_Ibcast(s->x[other], os, MPI_BYTE, 0, lc, &s->sub[0]);
+			rc = PMPI_Ibcast(s->x[other], os, MPI_BYTE, 0, lc, q);
 		} else {
 			uint64_t *seg;
 
@@ -371,9 +369,8 @@ static int allgather_step(struct xs_nbc *s)
 				xs_model_allgatherv(c->local_w, lsize, lrank, seg);
 			free(seg);
 			rc = PMPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, s->x[other],
-					      s->cnt, s->dsp, MPI_BYTE, lc, &s->sub[0]);
+					      s->cnt, s->dsp, MPI_BYTE, lc, q);
 		}
-		s->nsub = rc == MPI_SUCCESS;
 		break;
 	case 3: /* in comm rank order (c->priv: the program may have freed comm) */
 		rc = xs_img_out(s->buf, c->size * s->count, s->t, &out);
@@ -417,9 +414,7 @@ static void end(struct xs_nbc *s)
 {
 	struct xs_comm *c = s->c;
 
-	if (s->nsub) /* after an error: what was started completes first */
-		PMPI_Waitall(s->nsub, s->sub, MPI_STATUSES_IGNORE);
-	s->nsub = 0;
+	xs_reqs_free(&s->sub); /* after an error: what was started completes first */
 	if (s->tdup)
 		PMPI_Type_free(&s->t);
 	c->nb_run[s->lane] = NULL;
@@ -445,14 +440,14 @@ static int advance(struct xs_nbc *s)
 	}
 	if (s->c->nb_run[s->lane] != s)
 		return 0; /* an earlier schedule of its lane runs */
-	while (s->nsub) {
-		if (PMPI_Testall(s->nsub, s->sub, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+	while (s->sub.n) {
+		if (PMPI_Testall(s->sub.n, s->sub.r, &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
 			s->rc = MPI_ERR_IN_STATUS;
 			return 1;
 		}
 		if (!flag)
 			return 0;
-		s->nsub = 0;
+		s->sub.n = 0;
 		if (!step(s))
 			return 1;
 	}
@@ -576,10 +571,19 @@ int xs_ibcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	      MPI_Request *req)
 {
 	struct xs_nbc *s = alloc(c, XS_IBCAST, buf, count, t);
+	int rc;
 
 	if (!s)
 		return MPI_ERR_NO_MEM;
 	s->root = root;
+	/* on packed bytes, as the blocking form: the ranks' types need only
+	 * match in type signature, and the pieces across (xs_cross) in bytes */
+	rc = c->rank == root ? xs_img_in(buf, count, t, c->comm, 0, &s->own)
+			     : xs_img_out(buf, count, t, &s->own);
+	if (rc != MPI_SUCCESS) {
+		release(s);
+		return rc;
+	}
 	return start(s, req);
 }
 

@@ -37,8 +37,8 @@ int xsite_get_stats(struct xsite_stats *s);
  * MPI_Finalize. */
 int xsite_race_calls(void);
 
-/* The largest message in which a step of a pipelined Allreduce or Reduce
- * crosses the link (a longer step goes in several): XSITE_EAGER, or with
+/* The largest message in which libxsite's collectives cross the link (more
+ * data goes in several): XSITE_EAGER, or with
  * XSITE_EAGER=auto (the default) what it was resolved to at MPI_Init (the
  * MPI library's eager limit less a header, the smallest of the ranks'); 0
  * for no limit.  Returns -1 outside MPI_Init .. MPI_Finalize. */

@@ -64,27 +64,48 @@ static unsigned long long steps(long long count, int size, int k)
 	return m < 1 ? 1 : (unsigned long long)m;
 }
 
-/* the messages that cross in a streamed reduction of count elements of
- * size bytes, over the k stream pairs, one way: each pair's piece of a step
- * in messages of at most XSITE_EAGER bytes (whole elements, at least one;
- * 0: one message), coll.c's eager_msgs */
-static unsigned long long pieces(long long count, int size, int k)
+/* the messages in which count elements of size bytes cross the link: at
+ * most XSITE_EAGER bytes each (whole elements, at least one; 0: one
+ * message), coll.c's xs_cross */
+static unsigned long long msgs(unsigned long long count, int size)
 {
-	long long m = (long long)steps(count, size, k), pe = eager > 0 ? eager / size : 0;
-	unsigned long long n = 0;
-	long long q, j, len, p;
+	unsigned long long pe = eager > 0 ? (unsigned long long)eager / (unsigned long long)size : 0;
 
-	if (k == 1)
-		return 1;
 	if (eager > 0 && pe < 1)
 		pe = 1;
-	for (q = 0; q < m; q++) {
-		len = count * (q + 1) / m - count * q / m;
-		for (j = 0; j < k; j++) {
-			p = len * (j + 1) / k - len * j / k;
-			n += pe <= 0 || p <= pe ? 1 : (unsigned long long)((p + pe - 1) / pe);
-		}
-	}
+	return pe == 0 || count <= pe ? 1 : (count + pe - 1) / pe;
+}
+
+/* segment j of k of total (coll.c's xs_seg_len) */
+static unsigned long long seg(unsigned long long total, int k, int j)
+{
+	return total * (unsigned long long)(j + 1) / (unsigned long long)k -
+	       total * (unsigned long long)j / (unsigned long long)k;
+}
+
+/* the messages of k streams that carry a segment each of total elements */
+static unsigned long long seg_msgs(unsigned long long total, int size, int k)
+{
+	unsigned long long n = 0;
+	int j;
+
+	for (j = 0; j < k; j++)
+		n += msgs(seg(total, k, j), size);
+	return n;
+}
+
+/* the messages that cross in a streamed reduction of count elements of
+ * size bytes, over the k stream pairs, one way: each pair's piece of each
+ * step (one stream pair: the whole vector between the leaders) */
+static unsigned long long pieces(long long count, int size, int k)
+{
+	long long m = (long long)steps(count, size, k), q;
+	unsigned long long n = 0;
+
+	if (k == 1)
+		return msgs(count, size);
+	for (q = 0; q < m; q++)
+		n += seg_msgs(seg(count, (int)m, (int)q), size, k);
 	return n;
 }
 
@@ -359,11 +380,16 @@ static void coll_cases(void)
 	unsigned long long b = bs * sizeof(double);
 	int bl = large / wsize;
 	unsigned long long B = bl * sizeof(double);
+	/* what each site's blocks cross in: one message each way (k streams:
+	 * a segment each), of at most XSITE_EAGER bytes */
+	unsigned long long bsm = msgs(n[0] * b, 1) + msgs(n[1] * b, 1);
+	unsigned long long blm = seg_msgs(n[0] * B, 1, kmax) + seg_msgs(n[1] * B, 1, kmax);
+	unsigned long long sm = msgs(small, sizeof(double));
 	char desc[160];
 
 	begin();
 	MPI_Allreduce(x, y, small, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-	check("allreduce 800 B: one message each way between the leaders", end(), C(2 * S, 2));
+	check("allreduce 800 B: one message each way between the leaders", end(), C(2 * S, 2 * sm));
 	begin();
 	MPI_Allreduce(x, y, large, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	snprintf(desc, sizeof(desc), "allreduce 1 MiB: %llu streams each way in %llu pipeline steps, %llu messages, 2 MiB in all",
@@ -371,14 +397,15 @@ static void coll_cases(void)
 	check(desc, end(), C(2 * L, 2 * pieces(large, sizeof(double), kmax)));
 	begin();
 	MPI_Bcast(x, small, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	check("bcast 800 B: one message", end(), C(S, 1));
+	check("bcast 800 B: one message", end(), C(S, sm));
 	begin();
 	MPI_Bcast(x, large, MPI_DOUBLE, wsize - 1, MPI_COMM_WORLD);
-	snprintf(desc, sizeof(desc), "bcast 1 MiB: %llu streams", k);
-	check(desc, end(), C(L, k));
+	snprintf(desc, sizeof(desc), "bcast 1 MiB: %llu streams, %llu messages", k,
+		 seg_msgs(L, 1, kmax));
+	check(desc, end(), C(L, seg_msgs(L, 1, kmax)));
 	begin();
 	MPI_Reduce(x, y, small, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-	check("reduce 800 B: one message", end(), C(S, 1));
+	check("reduce 800 B: one message", end(), C(S, sm));
 	begin();
 	MPI_Reduce(x, y, large, MPI_DOUBLE, MPI_MAX, wsize - 1, MPI_COMM_WORLD);
 	snprintf(desc, sizeof(desc), "reduce 1 MiB: %llu streams in %llu pipeline steps, %llu messages", k,
@@ -390,60 +417,79 @@ static void coll_cases(void)
 	begin();
 	MPI_Allgather(x, bs, MPI_DOUBLE, y, bs, MPI_DOUBLE, MPI_COMM_WORLD);
 	check("allgather small: each site's blocks once, one message each way", end(),
-	      C(wsize * b, 2));
+	      C(wsize * b, bsm));
 	begin();
 	MPI_Allgather(x, bl, MPI_DOUBLE, y, bl, MPI_DOUBLE, MPI_COMM_WORLD);
-	snprintf(desc, sizeof(desc), "allgather 1 MiB: each site's blocks once, %llu streams each way", k);
-	check(desc, end(), C(wsize * B, 2 * k));
+	snprintf(desc, sizeof(desc), "allgather 1 MiB: each site's blocks once, %llu streams each way, "
+		 "%llu messages", k, blm);
+	check(desc, end(), C(wsize * B, blm));
 	begin();
 	MPI_Gather(x, bs, MPI_DOUBLE, y, bs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
 	check("gather small: the other site's blocks in one message", end(),
-	      C(n[1 - site[0]] * b, 1));
-	begin();
-	MPI_Gather(x, bl, MPI_DOUBLE, y, bl, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-	snprintf(desc, sizeof(desc), "gather 1 MiB: the other site's blocks in %llu messages", k);
-	check(desc, end(), C(n[1 - site[0]] * B, k));
+	      C(n[1 - site[0]] * b, msgs(n[1 - site[0]] * b, 1)));
+	{
+		/* stream j: the blocks of the ranks of segment j */
+		unsigned long long gm = 0;
+		int j, far = n[1 - site[0]];
+
+		for (j = 0; j < kmax; j++)
+			gm += msgs(seg(far, kmax, j) * B, 1);
+		begin();
+		MPI_Gather(x, bl, MPI_DOUBLE, y, bl, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+		snprintf(desc, sizeof(desc), "gather 1 MiB: the other site's blocks from %llu streams, "
+			 "%llu messages", k, gm);
+		check(desc, end(), C(far * B, gm));
+	}
 	begin();
 	MPI_Scatter(x, bs, MPI_DOUBLE, y, bs, MPI_DOUBLE, wsize - 1, MPI_COMM_WORLD);
 	check("scatter small: the other site's blocks in one message", end(),
-	      C(n[1 - site[wsize - 1]] * b, 1));
+	      C(n[1 - site[wsize - 1]] * b, msgs(n[1 - site[wsize - 1]] * b, 1)));
 	begin();
 	MPI_Alltoall(x, bs, MPI_DOUBLE, y, bs, MPI_DOUBLE, MPI_COMM_WORLD);
 	check("alltoall small: n0 x n1 blocks each way, one message each way", end(),
-	      C(2ULL * n[0] * n[1] * b, 2));
+	      C(2ULL * n[0] * n[1] * b, 2 * msgs(1ULL * n[0] * n[1] * b, 1)));
 	begin();
 	MPI_Alltoall(x, bl / wsize, MPI_DOUBLE, y, bl / wsize, MPI_DOUBLE, MPI_COMM_WORLD);
 	/* large: every rank sends each of its blocks for the other site straight
 	 * to its rank, one message a block; with one stream pair, the leaders
 	 * carry them all in one message each way */
-	check(kmax > 1 ? "alltoall 128 KiB a rank: n0 x n1 blocks each way, one message a block" :
-	      "alltoall 128 KiB a rank, one stream pair: n0 x n1 blocks each way, one message each way",
-	      end(), C(2ULL * n[0] * n[1] * (bl / wsize) * sizeof(double),
-		       kmax > 1 ? 2ULL * n[0] * n[1] : 2));
+	{
+		unsigned long long ab = (bl / wsize) * sizeof(double);
+
+		check(kmax > 1 ? "alltoall 128 KiB a rank: n0 x n1 blocks each way, one message a block" :
+		      "alltoall 128 KiB a rank, one stream pair: n0 x n1 blocks each way, one message each way",
+		      end(), C(2ULL * n[0] * n[1] * ab,
+			       kmax > 1 ? 2ULL * n[0] * n[1] * msgs(ab, 1)
+					: 2 * msgs(1ULL * n[0] * n[1] * ab, 1)));
+	}
 
 	begin();
 	MPI_Reduce_scatter_block(x, y, bs, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 	check("reduce_scatter_block small: each site's share of the other's blocks, one message each way",
-	      end(), C(wsize * b, 2));
+	      end(), C(wsize * b, msgs(1ULL * n[0] * bs, sizeof(double)) +
+				  msgs(1ULL * n[1] * bs, sizeof(double))));
 	{
 		int *cnt = xcalloc((size_t)wsize, sizeof(int)), *dsp = xcalloc((size_t)wsize, sizeof(int));
 		int r, changes = 0;
-		unsigned long long all = 0;
+		unsigned long long all = 0, share[2] = { 0, 0 };
 
 		for (r = 0; r < wsize; r++) {
 			cnt[r] = bs + r % 3;
 			dsp[r] = (int)all;
 			all += (unsigned long long)cnt[r];
+			share[site[r]] += (unsigned long long)cnt[r];
 			changes += r > 0 && site[r] != site[r - 1];
 		}
 		begin();
 		MPI_Reduce_scatter(x, y, cnt, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 		check("reduce_scatter, uneven blocks: the same, one message each way", end(),
-		      C(all * sizeof(double), 2));
+		      C(all * sizeof(double),
+			msgs(share[0], sizeof(double)) + msgs(share[1], sizeof(double))));
 		begin();
 		MPI_Allgatherv(x, cnt[wrank], MPI_DOUBLE, y, cnt, dsp, MPI_DOUBLE, MPI_COMM_WORLD);
 		check("allgatherv, uneven blocks: each site's blocks once, one message each way", end(),
-		      C(all * sizeof(double), 2));
+		      C(all * sizeof(double),
+			msgs(share[0] * sizeof(double), 1) + msgs(share[1] * sizeof(double), 1)));
 		/* ranks of the first site first: one message at the border;
 		 * else the fallback model, a chain: one message a change of site */
 		begin();
@@ -452,7 +498,8 @@ static void coll_cases(void)
 		snprintf(desc, sizeof(desc), "scan and exscan 800 B: %s", changes == 1 ?
 			 "one message each, at the border of the sites" :
 			 "the fallback model, a chain: one message each a change of site");
-		check(desc, end(), C(2ULL * (unsigned long long)changes * S, 2ULL * (unsigned long long)changes));
+		check(desc, end(), C(2ULL * (unsigned long long)changes * S,
+				     2ULL * (unsigned long long)changes * sm));
 		free(cnt);
 		free(dsp);
 	}
@@ -508,13 +555,13 @@ static void coll_cases(void)
 		MPI_Waitall(4, rq, MPI_STATUSES_IGNORE); /* NOLINT(clang-analyzer-optin.mpi.MPI-Checker) */
 		check("iallreduce and ibcast 800 B, ibarrier, iallgather: one message each way between "
 		      "the leaders, one from the root, an empty one each way, each site's blocks once",
-		      end(), C(3 * S + wsize * b, 7));
+		      end(), C(3 * S + wsize * b, 3 * sm + 2 + bsm));
 		begin();
 		MPI_Iallgather(x, bl, MPI_DOUBLE, y, bl, MPI_DOUBLE, MPI_COMM_WORLD, &rq[0]);
 		MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
 		snprintf(desc, sizeof(desc), "iallgather 1 MiB: each site's blocks once, %llu streams "
-			 "each way", k);
-		check(desc, end(), C(wsize * B, 2 * k));
+			 "each way, %llu messages", k, blm);
+		check(desc, end(), C(wsize * B, blm));
 	}
 
 	/* a one-site communicator: nothing crosses, whatever the algorithm */
