@@ -12,8 +12,9 @@
  *    pairs (stream ranks, spread over the nodes of each site) send at the
  *    same time with nonblocking sends; the site-local phases become
  *    reduce-scatter / scatter before and allgather / gather after.  Large
- *    reductions are pipelined in steps (streamed_reduction); a large
- *    Alltoall sends each block straight to its rank (alltoall_direct).
+ *    reductions and broadcasts are pipelined in steps (streamed_reduction,
+ *    streamed_bcast); a large Alltoall sends each block straight to its
+ *    rank (alltoall_direct).
  * Reductions combine the two sites' partial results in one fixed order
  * (site 0 op site 1) on both sides, so every rank gets the same bits; they
  * are not bitwise those of the MPI library's own algorithm (README.md).
@@ -714,13 +715,72 @@ out:
 
 /* ---- Bcast -------------------------------------------------------------- */
 
+/*
+ * k > 1: in pipeline steps as the streamed reduction, on the n bytes of the
+ * packed image p.  Phase 1, step by step: at the root's site, the root
+ * scatters the step to the stream ranks, each of which posts its piece's
+ * crossing (so that the link carries step q while the site scatters step
+ * q + 1); at the other site the stream ranks post their receives.  Phase 2,
+ * step by step: each site allgathers the step from its stream ranks, the
+ * other site as soon as the step's pieces are in, while the later steps
+ * are still on the link.  The sends are left in v for the caller to wait
+ * for.
+ */
+static int streamed_bcast(struct xs_comm *c, char *p, int n, int root, int k,
+			  struct xs_reqs *v)
+{
+	struct sub L = sub_local(c);
+	uint64_t *b = NULL;
+	int *cnt = NULL, *dsp = NULL, *posted = NULL, rc, q;
+	int rs = c->site_of[root], amroot = c->rank == root, j = xs_my_stream(c, k);
+	int m = pipeline_steps(n, 1, k), done = 0, peer;
+
+	peer = j < 0 ? MPI_PROC_NULL : xs_stream(c, c->me == rs ? 1 - rs : rs, k, j);
+	posted = calloc((size_t)m, sizeof(int)); /* the requests of steps 0..q */
+	cnt = calloc((size_t)L.size, sizeof(int));
+	dsp = calloc((size_t)L.size, sizeof(int));
+	if (!posted || !cnt || !dsp)
+		CHECK(MPI_ERR_NO_MEM);
+	for (q = 0; q < m; q++) {
+		char *at = p + xs_seg_lo(n, m, q);
+
+		seg_fill(c, xs_seg_len(n, m, q), k, cnt, dsp);
+		if (c->me == rs) {
+			if ((b = xs_counts_bytes(cnt, L.size, MPI_BYTE)))
+				xs_model_scatterv(L.w, L.size, L.rank, c->lrank[root], b);
+			free(b);
+			CHECK(PMPI_Scatterv(at, cnt, dsp, MPI_BYTE,
+					    amroot ? MPI_IN_PLACE : at + (j >= 0 ? dsp[L.rank] : 0),
+					    j >= 0 ? cnt[L.rank] : 0, MPI_BYTE, c->lrank[root],
+					    c->local));
+		}
+		if (j >= 0)
+			CHECK(xs_cross(c, c->me == rs, at + dsp[L.rank], cnt[L.rank], MPI_BYTE,
+				       peer, TAG_CROSS, v));
+		posted[q] = v->n;
+	}
+	for (q = 0; q < m; q++) {
+		seg_fill(c, xs_seg_len(n, m, q), k, cnt, dsp);
+		if (c->me != rs) {
+			CHECK(PMPI_Waitall(posted[q] - done, &v->r[done], MPI_STATUSES_IGNORE));
+			done = posted[q];
+		}
+		CHECK(sub_allgatherv(&L, p + xs_seg_lo(n, m, q), cnt, dsp, MPI_BYTE));
+	}
+out:
+	free(posted);
+	free(cnt);
+	free(dsp);
+	return rc;
+}
+
 int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 	     int k)
 {
 	struct sub L = sub_local(c);
 	struct xs_img im = { NULL, NULL, 0 };
 	struct xs_reqs v = { NULL, 0, 0 };
-	int *cnt = NULL, *dsp = NULL, rc, j, n;
+	int rc, n;
 	int rs = c->site_of[root], other = 1 - rs, amroot = c->rank == root;
 
 	CHECK(amroot ? xs_img_in(buf, count, t, c->comm, 0, &im)
@@ -737,27 +797,7 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 		else
 			CHECK(local_bcast(c, im.p, n, MPI_BYTE));
 	} else {
-		/* scatter to the stream ranks, across in k pairs, allgather */
-		CHECK(xs_seg_layout(c, n, k, &cnt, &dsp));
-		j = xs_my_stream(c, k);
-		if (c->me == rs) {
-			uint64_t *b = xs_counts_bytes(cnt, L.size, MPI_BYTE);
-
-			if (b)
-				xs_model_scatterv(L.w, L.size, L.rank, c->lrank[root], b);
-			free(b);
-			CHECK(PMPI_Scatterv(im.p, cnt, dsp, MPI_BYTE,
-					    amroot ? MPI_IN_PLACE : im.p + (j >= 0 ? dsp[L.rank] : 0),
-					    j >= 0 ? cnt[L.rank] : 0, MPI_BYTE,
-					    c->lrank[root], c->local));
-			if (j >= 0)
-				CHECK(xs_cross(c, 1, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
-					       xs_stream(c, other, k, j), TAG_CROSS, &v));
-		} else if (j >= 0) {
-			CHECK(xs_cross_wait(c, 0, im.p + dsp[L.rank], cnt[L.rank], MPI_BYTE,
-					    xs_stream(c, rs, k, j), TAG_CROSS));
-		}
-		CHECK(sub_allgatherv(&L, im.p, cnt, dsp, MPI_BYTE));
+		CHECK(streamed_bcast(c, im.p, n, root, k, &v));
 	}
 	CHECK(xs_reqs_wait(&v));
 	FAULT(c, XS_BCAST, !amroot && c->rank == c->size - 1, im.p, im.bytes);
@@ -766,8 +806,6 @@ int xs_bcast(struct xs_comm *c, void *buf, int count, MPI_Datatype t, int root,
 out:
 	xs_reqs_free(&v);
 	xs_img_free(&im);
-	free(cnt);
-	free(dsp);
 	return rc;
 }
 

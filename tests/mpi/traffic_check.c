@@ -400,9 +400,9 @@ static void coll_cases(void)
 	check("bcast 800 B: one message", end(), C(S, sm));
 	begin();
 	MPI_Bcast(x, large, MPI_DOUBLE, wsize - 1, MPI_COMM_WORLD);
-	snprintf(desc, sizeof(desc), "bcast 1 MiB: %llu streams, %llu messages", k,
-		 seg_msgs(L, 1, kmax));
-	check(desc, end(), C(L, seg_msgs(L, 1, kmax)));
+	snprintf(desc, sizeof(desc), "bcast 1 MiB: %llu streams in %llu pipeline steps, %llu messages",
+		 k, steps((long long)L, 1, kmax), pieces((long long)L, 1, kmax));
+	check(desc, end(), C(L, pieces((long long)L, 1, kmax)));
 	begin();
 	MPI_Reduce(x, y, small, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 	check("reduce 800 B: one message", end(), C(S, sm));
