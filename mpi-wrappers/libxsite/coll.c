@@ -735,7 +735,7 @@ static int streamed_bcast(struct xs_comm *c, char *p, int n, int root, int k,
 	int rs = c->site_of[root], amroot = c->rank == root, j = xs_my_stream(c, k);
 	int m = pipeline_steps(n, 1, k), done = 0, peer;
 
-	peer = j < 0 ? MPI_PROC_NULL : xs_stream(c, c->me == rs ? 1 - rs : rs, k, j);
+	peer = j < 0 ? MPI_PROC_NULL : xs_stream(c, 1 - c->me, k, j);
 	posted = calloc((size_t)m, sizeof(int)); /* the requests of steps 0..q */
 	cnt = calloc((size_t)L.size, sizeof(int));
 	dsp = calloc((size_t)L.size, sizeof(int));
