@@ -439,6 +439,19 @@ static int sub_reduce_scatter(const struct sub *s, const void *sbuf, void *rbuf,
 	return PMPI_Reduce_scatter(sbuf, rbuf, cnt, t, op, s->comm);
 }
 
+/* cnt[i] items of t at dsp[i] of the root's sbuf to rank i's rbuf (rcount
+ * items there, or MPI_IN_PLACE at the root) */
+static int sub_scatterv(const struct sub *s, const void *sbuf, const int *cnt,
+			const int *dsp, void *rbuf, int rcount, MPI_Datatype t, int root)
+{
+	uint64_t *b = xs_counts_bytes(cnt, s->size, t);
+
+	if (b)
+		xs_model_scatterv(s->w, s->size, s->rank, root, b);
+	free(b);
+	return PMPI_Scatterv(sbuf, cnt, dsp, t, rbuf, rcount, t, root, s->comm);
+}
+
 static int sub_allgatherv(const struct sub *s, void *buf, const int *cnt,
 			  const int *dsp, MPI_Datatype t)
 {
@@ -730,7 +743,6 @@ static int streamed_bcast(struct xs_comm *c, char *p, int n, int root, int k,
 			  struct xs_reqs *v)
 {
 	struct sub L = sub_local(c);
-	uint64_t *b = NULL;
 	int *cnt = NULL, *dsp = NULL, *posted = NULL, rc, q;
 	int rs = c->site_of[root], amroot = c->rank == root, j = xs_my_stream(c, k);
 	int m = pipeline_steps(n, 1, k), done = 0, peer;
@@ -745,15 +757,10 @@ static int streamed_bcast(struct xs_comm *c, char *p, int n, int root, int k,
 		char *at = p + xs_seg_lo(n, m, q);
 
 		seg_fill(c, xs_seg_len(n, m, q), k, cnt, dsp);
-		if (c->me == rs) {
-			if ((b = xs_counts_bytes(cnt, L.size, MPI_BYTE)))
-				xs_model_scatterv(L.w, L.size, L.rank, c->lrank[root], b);
-			free(b);
-			CHECK(PMPI_Scatterv(at, cnt, dsp, MPI_BYTE,
-					    amroot ? MPI_IN_PLACE : at + (j >= 0 ? dsp[L.rank] : 0),
-					    j >= 0 ? cnt[L.rank] : 0, MPI_BYTE, c->lrank[root],
-					    c->local));
-		}
+		if (c->me == rs)
+			CHECK(sub_scatterv(&L, at, cnt, dsp,
+					   amroot ? MPI_IN_PLACE : at + (j >= 0 ? dsp[L.rank] : 0),
+					   j >= 0 ? cnt[L.rank] : 0, MPI_BYTE, c->lrank[root]));
 		if (j >= 0)
 			CHECK(xs_cross(c, c->me == rs, at + dsp[L.rank], cnt[L.rank], MPI_BYTE,
 				       peer, TAG_CROSS, v));
@@ -1306,7 +1313,6 @@ int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
 	char *all, *mine = NULL, *theirs = NULL;
 	int *cnt = NULL, *dsp = NULL, *lcnt = NULL, *ldsp = NULL, me = c->me, other = 1 - me;
 	int rc, r, l, total = 0, nm = 0, no = 0;
-	uint64_t *lb = NULL;
 
 	xs_tinfo(t, &ti);
 	cnt = malloc(sizeof(int) * (size_t)c->size);
@@ -1345,10 +1351,7 @@ int xs_reduce_scatter(struct xs_comm *c, const void *sbuf, void *rbuf,
 		CHECK(swap(c, send, no, theirs, nm, t, c->members[other][0]));
 		CHECK(xs_combine(me, mine, theirs, nm, t, op, &ti));
 	}
-	lb = xs_counts_bytes(lcnt, L.size, t);
-	if (lb)
-		xs_model_scatterv(L.w, L.size, L.rank, 0, lb);
-	CHECK(PMPI_Scatterv(mine, lcnt, ldsp, t, rbuf, cnt[c->rank], t, 0, c->local));
+	CHECK(sub_scatterv(&L, mine, lcnt, ldsp, rbuf, cnt[c->rank], t, 0));
 	FAULT(c, XS_REDUCE_SCATTER, c->rank == c->size - 1, (char *)rbuf + ti.tlb,
 	      (size_t)cnt[c->rank] * (size_t)ti.size);
 out:
@@ -1360,7 +1363,6 @@ out:
 	free(dsp);
 	free(lcnt);
 	free(ldsp);
-	free(lb);
 	return rc;
 }
 

@@ -35,7 +35,7 @@ static const struct tunable {
 	{ "XSITE_LARGE_MSG", INT, "65536", 0, 1L << 40,
 	  "bytes from which a collective splits its data over XSITE_STREAMS pairs" },
 	{ "XSITE_PIPELINE", INT, "262144", 0, 1L << 40,
-	  "bytes per stream pair in each step of a pipelined large reduction (0: no pipeline)" },
+	  "bytes per stream pair in each step of a pipelined large reduction or broadcast (0: no pipeline)" },
 	{ "XSITE_EAGER", AUTO_INT, "auto", 0, 1L << 40,
 	  "largest message of a collective across the link (auto: the MPI library's eager limit less a header; 0: no limit)" },
 	{ "XSITE_VERBOSE", INT, "0", 0, 2,

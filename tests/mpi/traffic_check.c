@@ -44,11 +44,11 @@ static unsigned long long tot[4]; /* running totals: p2p bytes, msgs, coll bytes
 
 struct d { unsigned long long pb, pm, cb, cm; };
 
-/* pipeline steps of a streamed reduction of count elements of size bytes:
- * XSITE_PIPELINE bytes per stream pair a step, at most 1024, each stream at
- * least one element a step (coll.c, pipeline_steps); with one stream pair
- * (a site of one rank, XSITE_STREAMS=1) the reduction goes through the
- * leaders in one message, unpipelined */
+/* pipeline steps of a streamed reduction or broadcast of count elements of
+ * size bytes: XSITE_PIPELINE bytes per stream pair a step, at most 1024,
+ * each stream at least one element a step (coll.c, pipeline_steps); with
+ * one stream pair (a site of one rank, XSITE_STREAMS=1) the data goes
+ * through the leaders, unpipelined */
 static unsigned long long steps(long long count, int size, int k)
 {
 	long long per = pipeline * k;
