@@ -3,8 +3,9 @@
  *
  * Every tunable is an environment variable with an in-code default and a
  * one-line description (the table below; README.md repeats it).  A bad value
- * is reported once, by world rank 0, and the default is kept.  The values
- * must be the same on every rank (srun and mpirun -x export them to all).
+ * is reported once, by world rank 0, and the default is kept.  Those that
+ * shape a collective's messages must be the same on every rank (srun and
+ * mpirun -x export them to all); xs_config_agree checks them at MPI_Init.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -19,38 +20,52 @@ struct xs_config xs_cfg;
 
 enum kind { ONOFF, INT, PATH, AUTO_ONOFF, AUTO_INT };
 
+/*
+ * SAME: the value must be equal on every rank, or the ranks' collectives
+ * would not match (different pieces, steps, paths or gathers) and the job
+ * would hang; xs_config_agree checks it.  XSITE_INIT_FENCE must be equal too
+ * but cannot be checked: the check is a message, and a message may go only
+ * after the fence.  XSITE_VERBOSE and XSITE_TRAFFIC_FILE are world rank 0's.
+ */
+enum agree { ANY, SAME };
+
 static const struct tunable {
 	const char *name;
 	enum kind kind;
+	enum agree agree;
 	const char *def;
 	long min, max;
 	const char *desc;
 } tunables[] = {
-	{ "XSITE_COLL", ONOFF, "on", 0, 1,
+	{ "XSITE_COLL", ONOFF, SAME, "on", 0, 1,
 	  "site-aware collectives on communicators that span two sites (on|off)" },
-	{ "XSITE_INIT_FENCE", ONOFF, "on", 0, 1,
+	{ "XSITE_INIT_FENCE", ONOFF, ANY, "on", 0, 1,
 	  "a PMIx fence after MPI_Init, before the first message (Open MPI 4.1 start-up race)" },
-	{ "XSITE_STREAMS", INT, "4", 1, 1024,
+	{ "XSITE_STREAMS", INT, SAME, "4", 1, 1024,
 	  "rank pairs that carry a large message across the link in parallel" },
-	{ "XSITE_LARGE_MSG", INT, "65536", 0, 1L << 40,
+	{ "XSITE_LARGE_MSG", INT, SAME, "65536", 0, 1L << 40,
 	  "bytes from which a collective splits its data over XSITE_STREAMS pairs" },
-	{ "XSITE_PIPELINE", INT, "262144", 0, 1L << 40,
+	{ "XSITE_PIPELINE", INT, SAME, "262144", 0, 1L << 40,
 	  "bytes per stream pair in each step of a pipelined large reduction or broadcast (0: no pipeline)" },
-	{ "XSITE_EAGER", AUTO_INT, "auto", 0, 1L << 40,
+	{ "XSITE_EAGER", AUTO_INT, SAME, "auto", 0, 1L << 40,
 	  "largest message of a collective across the link (auto: the MPI library's eager limit less a header; 0: no limit)" },
-	{ "XSITE_VERBOSE", INT, "0", 0, 2,
+	{ "XSITE_VERBOSE", INT, ANY, "0", 0, 2,
 	  "1: log each collective decision once per communicator and the traffic; 2: also the tunables" },
-	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, "auto", 0, 2,
+	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, SAME, "auto", 0, 2,
 	  "node level inside a site (auto: where a site has several nodes with several ranks)" },
-	{ "XSITE_NODE_SIZE", INT, "0", 0, 1 << 20,
+	{ "XSITE_NODE_SIZE", INT, SAME, "0", 0, 1 << 20,
 	  "for tests: every N consecutive ranks of a site form a node (0: MPI_COMM_TYPE_SHARED)" },
-	{ "XSITE_MATRIX_MAX", INT, "1024", 0, 1 << 16,
+	{ "XSITE_MATRIX_MAX", INT, SAME, "1024", 0, 1 << 16,
 	  "largest job (ranks) whose rank x rank traffic matrix goes into the record" },
-	{ "XSITE_HANDOFF", INT, "2", 0, XS_HANDOFF_MAX,
+	{ "XSITE_HANDOFF", INT, SAME, "2", 0, XS_HANDOFF_MAX,
 	  "timed calls of each, libxsite's and the MPI library's, before the faster keeps a collective and size (0: libxsite's)" },
-	{ "XSITE_TRAFFIC_FILE", PATH, "", 0, 0,
+	{ "XSITE_TRAFFIC_FILE", PATH, ANY, "", 0, 0,
 	  "JSON traffic record written by rank 0 at MPI_Finalize (%j job id, %s step id)" },
 };
+#define NTUNABLES (sizeof(tunables) / sizeof(tunables[0]))
+
+/* each tunable's value on this rank, as xs_config_load read it */
+static long value[NTUNABLES];
 
 static long parse(const struct tunable *t, const char *v, int *ok)
 {
@@ -101,7 +116,7 @@ void xs_config_load(int world_rank)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(tunables) / sizeof(tunables[0]); i++) {
+	for (i = 0; i < NTUNABLES; i++) {
 		const struct tunable *t = &tunables[i];
 		const char *v = getenv(t->name);
 		int ok, bad = 0;
@@ -122,6 +137,7 @@ void xs_config_load(int world_rank)
 		if (bad && world_rank == 0)
 			fprintf(stderr, "xsite: %s: invalid value '%s', using %s\n",
 				t->name, getenv(t->name), t->def);
+		value[i] = x;
 		if (!strcmp(t->name, "XSITE_COLL"))
 			xs_cfg.coll = (int)x;
 		else if (!strcmp(t->name, "XSITE_INIT_FENCE"))
@@ -146,7 +162,7 @@ void xs_config_load(int world_rank)
 			xs_cfg.handoff = (int)x;
 	}
 	if (xs_cfg.verbose >= 2 && world_rank == 0)
-		for (i = 0; i < sizeof(tunables) / sizeof(tunables[0]); i++) {
+		for (i = 0; i < NTUNABLES; i++) {
 			const char *v = getenv(tunables[i].name);
 
 			xs_log("xsite:config: %s=%s (default %s): %s",
@@ -167,7 +183,7 @@ void xs_config_load(int world_rank)
  * the library has no such variable, no limit (one message, whatever its
  * size).
  * Ranks may read different values (MCA parameter files are per node) and
- * must agree: the smallest is taken, one allreduce on MPI_COMM_WORLD.
+ * must agree: the smallest is taken, in xs_config_agree's allreduce.
  */
 #define EAGER_HEADER 1024
 #define EAGER_MIN 4096
@@ -207,21 +223,59 @@ static long eager_payload(void)
 	return (long)(v - EAGER_HEADER);
 }
 
-void xs_eager_resolve(int world_rank)
+/* a tunable's value as it is written: auto, on, off or the number */
+static const char *shown(const struct tunable *t, long x, char *buf, size_t len)
 {
-	long eager, mine;
+	if ((t->kind == AUTO_INT && x < 0) || (t->kind == AUTO_ONOFF && x == 2))
+		return "auto";
+	if (t->kind == ONOFF || t->kind == AUTO_ONOFF)
+		return x ? "on" : "off";
+	snprintf(buf, len, "%ld", x);
+	return buf;
+}
 
-	if (xs_cfg.eager >= 0)
-		return;
-	eager = eager_payload();
-	mine = eager > 0 ? eager : 0;
-	if (PMPI_Allreduce(&mine, &xs_cfg.eager, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD) !=
-	    MPI_SUCCESS)
-		xs_cfg.eager = 0;
-	if (xs_cfg.verbose >= 2 && world_rank == 0)
-		xs_log("xsite:config: XSITE_EAGER=auto: %ld bytes (%s)", xs_cfg.eager,
-		       eager > 0 ? "btl_tcp_eager_limit less the header, the smallest of the ranks'"
-				 : "no btl_tcp_eager_limit here: no limit");
+int xs_config_agree(int world_rank)
+{
+	/* per tunable its value and its negation (MPI_MAX gives the largest
+	 * and the smallest), then the negated eager payload of this rank */
+	long v[2 * NTUNABLES + 1], all[2 * NTUNABLES + 1], eager = 0;
+	char lo[32], hi[32];
+	size_t i;
+	int differ = 0;
+
+	if (xs_cfg.eager < 0)
+		eager = eager_payload();
+	for (i = 0; i < NTUNABLES; i++) {
+		v[2 * i] = value[i];
+		v[2 * i + 1] = -value[i];
+	}
+	v[2 * NTUNABLES] = -(eager > 0 ? eager : 0);
+	if (PMPI_Allreduce(v, all, (int)(2 * NTUNABLES + 1), MPI_LONG, MPI_MAX,
+			   MPI_COMM_WORLD) != MPI_SUCCESS)
+		return -1;
+	for (i = 0; i < NTUNABLES; i++) {
+		const struct tunable *t = &tunables[i];
+
+		if (t->agree != SAME || all[2 * i] == -all[2 * i + 1])
+			continue;
+		differ = 1;
+		if (world_rank == 0)
+			fprintf(stderr, "xsite: %s differs between ranks (one has %s, another %s); "
+				"it must be the same on every rank\n", t->name,
+				shown(t, -all[2 * i + 1], lo, sizeof(lo)),
+				shown(t, all[2 * i], hi, sizeof(hi)));
+	}
+	if (differ)
+		return -1;
+	if (xs_cfg.eager < 0) {
+		/* the smallest of the ranks' limits; 0 (none) where a rank has none */
+		xs_cfg.eager = -all[2 * NTUNABLES];
+		if (xs_cfg.verbose >= 2 && world_rank == 0)
+			xs_log("xsite:config: XSITE_EAGER=auto: %ld bytes (%s)", xs_cfg.eager,
+			       eager > 0 ? "btl_tcp_eager_limit less the header, the smallest of the ranks'"
+					 : "no btl_tcp_eager_limit here: no limit");
+	}
+	return 0;
 }
 
 long xsite_eager_bytes(void)

@@ -32,7 +32,7 @@ struct xs_config {
 	int streams;         /* XSITE_STREAMS */
 	long large_msg;      /* XSITE_LARGE_MSG */
 	long pipeline;       /* XSITE_PIPELINE */
-	long eager;          /* XSITE_EAGER (0: no limit; -1: auto, until xs_eager_resolve) */
+	long eager;          /* XSITE_EAGER (0: no limit; -1: auto, until xs_config_agree) */
 	int verbose;         /* XSITE_VERBOSE */
 	int node_level;      /* XSITE_NODE_LEVEL */
 	int node_size;       /* XSITE_NODE_SIZE */
@@ -44,7 +44,15 @@ extern struct xs_config xs_cfg;
 #define XS_HANDOFF_MAX 1000
 
 void xs_config_load(int world_rank);
-void xs_eager_resolve(int world_rank); /* collective on MPI_COMM_WORLD */
+/*
+ * Collective on MPI_COMM_WORLD, after the start-up fence: one allreduce
+ * checks that the tunables that shape collectives are equal on every rank
+ * (world rank 0 names each one that differs) and resolves XSITE_EAGER=auto.
+ * Returns 0, or -1 on every rank when one differs or the allreduce failed:
+ * libxsite then stays inactive rather than let the ranks' collectives not
+ * match.
+ */
+int xs_config_agree(int world_rank);
 #ifdef XSITE_FAULT_INJECTION
 /* test builds only (libxsite-fault.so): whether XSITE_FAULT names this fault */
 int xs_fault(const char *name);

@@ -104,7 +104,8 @@ static void start(int provided)
 	PMPI_Comm_size(MPI_COMM_WORLD, &xs_wsize);
 	xs_config_load(xs_wrank);
 	fenced = init_fence(&nofence);
-	xs_eager_resolve(xs_wrank);
+	if (xs_config_agree(xs_wrank) != 0)
+		goto fail;
 	if (site && strlen(site) >= XS_SITE_MAX) {
 		fprintf(stderr, "xsite: XSITE_SITE: longer than %d characters, ignored: %s\n",
 			XS_SITE_MAX - 1, site);
