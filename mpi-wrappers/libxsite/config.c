@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,43 +30,62 @@ enum kind { ONOFF, INT, PATH, AUTO_ONOFF, AUTO_INT };
  */
 enum agree { ANY, SAME };
 
+/* a tunable's field in xs_cfg: its offset and width (an int or a long) */
+#define FIELD(f) offsetof(struct xs_config, f), sizeof(((struct xs_config *)0)->f)
+
 static const struct tunable {
 	const char *name;
 	enum kind kind;
 	enum agree agree;
 	const char *def;
 	long min, max;
+	size_t off, width;
 	const char *desc;
 } tunables[] = {
-	{ "XSITE_COLL", ONOFF, SAME, "on", 0, 1,
+	{ "XSITE_COLL", ONOFF, SAME, "on", 0, 1, FIELD(coll),
 	  "site-aware collectives on communicators that span two sites (on|off)" },
-	{ "XSITE_INIT_FENCE", ONOFF, ANY, "on", 0, 1,
+	{ "XSITE_INIT_FENCE", ONOFF, ANY, "on", 0, 1, FIELD(init_fence),
 	  "a PMIx fence after MPI_Init, before the first message (Open MPI 4.1 start-up race)" },
-	{ "XSITE_STREAMS", INT, SAME, "4", 1, 1024,
+	{ "XSITE_STREAMS", INT, SAME, "4", 1, 1024, FIELD(streams),
 	  "rank pairs that carry a large message across the link in parallel" },
-	{ "XSITE_LARGE_MSG", INT, SAME, "65536", 0, 1L << 40,
+	{ "XSITE_LARGE_MSG", INT, SAME, "65536", 0, 1L << 40, FIELD(large_msg),
 	  "bytes from which a collective splits its data over XSITE_STREAMS pairs" },
-	{ "XSITE_PIPELINE", INT, SAME, "262144", 0, 1L << 40,
+	{ "XSITE_PIPELINE", INT, SAME, "262144", 0, 1L << 40, FIELD(pipeline),
 	  "bytes per stream pair in each step of a pipelined large reduction or broadcast (0: no pipeline)" },
-	{ "XSITE_EAGER", AUTO_INT, SAME, "auto", 0, 1L << 40,
+	{ "XSITE_EAGER", AUTO_INT, SAME, "auto", 0, 1L << 40, FIELD(eager),
 	  "largest message of a collective across the link (auto: the MPI library's eager limit less a header; 0: no limit)" },
-	{ "XSITE_VERBOSE", INT, ANY, "0", 0, 2,
+	{ "XSITE_VERBOSE", INT, ANY, "0", 0, 2, FIELD(verbose),
 	  "1: log each collective decision once per communicator and the traffic; 2: also the tunables" },
-	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, SAME, "auto", 0, 2,
+	{ "XSITE_NODE_LEVEL", AUTO_ONOFF, SAME, "auto", 0, 2, FIELD(node_level),
 	  "node level inside a site (auto: where a site has several nodes with several ranks)" },
-	{ "XSITE_NODE_SIZE", INT, SAME, "0", 0, 1 << 20,
+	{ "XSITE_NODE_SIZE", INT, SAME, "0", 0, 1 << 20, FIELD(node_size),
 	  "for tests: every N consecutive ranks of a site form a node (0: MPI_COMM_TYPE_SHARED)" },
-	{ "XSITE_MATRIX_MAX", INT, SAME, "1024", 0, 1 << 16,
+	{ "XSITE_MATRIX_MAX", INT, SAME, "1024", 0, 1 << 16, FIELD(matrix_max),
 	  "largest job (ranks) whose rank x rank traffic matrix goes into the record" },
-	{ "XSITE_HANDOFF", INT, SAME, "2", 0, XS_HANDOFF_MAX,
+	{ "XSITE_HANDOFF", INT, SAME, "2", 0, XS_HANDOFF_MAX, FIELD(handoff),
 	  "timed calls of each, libxsite's and the MPI library's, before the faster keeps a collective and size (0: libxsite's)" },
-	{ "XSITE_TRAFFIC_FILE", PATH, ANY, "", 0, 0,
+	{ "XSITE_TRAFFIC_FILE", PATH, ANY, "", 0, 0, FIELD(traffic),
 	  "JSON traffic record written by rank 0 at MPI_Finalize (%j job id, %s step id)" },
 };
 #define NTUNABLES (sizeof(tunables) / sizeof(tunables[0]))
 
-/* each tunable's value on this rank, as xs_config_load read it */
-static long value[NTUNABLES];
+/* a tunable's value on this rank, into and out of its field in xs_cfg */
+static void store(const struct tunable *t, long x)
+{
+	void *at = (char *)&xs_cfg + t->off;
+
+	if (t->width == sizeof(int))
+		*(int *)at = (int)x;
+	else
+		*(long *)at = x;
+}
+
+static long stored(const struct tunable *t)
+{
+	const void *at = (const char *)&xs_cfg + t->off;
+
+	return t->width == sizeof(int) ? *(const int *)at : *(const long *)at;
+}
 
 static long parse(const struct tunable *t, const char *v, int *ok)
 {
@@ -123,8 +143,7 @@ void xs_config_load(int world_rank)
 		long x;
 
 		if (t->kind == PATH) {
-			if (!strcmp(t->name, "XSITE_TRAFFIC_FILE"))
-				xs_cfg.traffic = v && *v ? v : NULL;
+			*(const char **)((char *)&xs_cfg + t->off) = v && *v ? v : NULL;
 			continue;
 		}
 		if (!v || !*v)
@@ -137,29 +156,7 @@ void xs_config_load(int world_rank)
 		if (bad && world_rank == 0)
 			fprintf(stderr, "xsite: %s: invalid value '%s', using %s\n",
 				t->name, getenv(t->name), t->def);
-		value[i] = x;
-		if (!strcmp(t->name, "XSITE_COLL"))
-			xs_cfg.coll = (int)x;
-		else if (!strcmp(t->name, "XSITE_INIT_FENCE"))
-			xs_cfg.init_fence = (int)x;
-		else if (!strcmp(t->name, "XSITE_STREAMS"))
-			xs_cfg.streams = (int)x;
-		else if (!strcmp(t->name, "XSITE_LARGE_MSG"))
-			xs_cfg.large_msg = x;
-		else if (!strcmp(t->name, "XSITE_PIPELINE"))
-			xs_cfg.pipeline = x;
-		else if (!strcmp(t->name, "XSITE_EAGER"))
-			xs_cfg.eager = x;
-		else if (!strcmp(t->name, "XSITE_VERBOSE"))
-			xs_cfg.verbose = (int)x;
-		else if (!strcmp(t->name, "XSITE_NODE_LEVEL"))
-			xs_cfg.node_level = (int)x;
-		else if (!strcmp(t->name, "XSITE_NODE_SIZE"))
-			xs_cfg.node_size = (int)x;
-		else if (!strcmp(t->name, "XSITE_MATRIX_MAX"))
-			xs_cfg.matrix_max = (int)x;
-		else if (!strcmp(t->name, "XSITE_HANDOFF"))
-			xs_cfg.handoff = (int)x;
+		store(t, x);
 	}
 	if (xs_cfg.verbose >= 2 && world_rank == 0)
 		for (i = 0; i < NTUNABLES; i++) {
@@ -246,8 +243,8 @@ int xs_config_agree(int world_rank)
 	if (xs_cfg.eager < 0)
 		eager = eager_payload();
 	for (i = 0; i < NTUNABLES; i++) {
-		v[2 * i] = value[i];
-		v[2 * i + 1] = -value[i];
+		v[2 * i] = tunables[i].kind == PATH ? 0 : stored(&tunables[i]);
+		v[2 * i + 1] = -v[2 * i];
 	}
 	v[2 * NTUNABLES] = -(eager > 0 ? eager : 0);
 	if (PMPI_Allreduce(v, all, (int)(2 * NTUNABLES + 1), MPI_LONG, MPI_MAX,
