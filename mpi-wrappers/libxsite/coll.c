@@ -452,14 +452,18 @@ static int sub_scatterv(const struct sub *s, const void *sbuf, const int *cnt,
 	return PMPI_Scatterv(sbuf, cnt, dsp, t, rbuf, rcount, t, root, s->comm);
 }
 
-static int sub_allgatherv(const struct sub *s, void *buf, const int *cnt,
-			  const int *dsp, MPI_Datatype t)
+/* cnt[i] items of t from rank i to dsp[i] of every rank's buf: mine from
+ * my place in buf, or (own not NULL) the n items at own */
+static int sub_allgatherv(const struct sub *s, const void *own, int n, void *buf,
+			  const int *cnt, const int *dsp, MPI_Datatype t)
 {
 	uint64_t *b = xs_counts_bytes(cnt, s->size, t);
 
 	if (b)
 		xs_model_allgatherv(s->w, s->size, s->rank, b);
 	free(b);
+	if (own)
+		return PMPI_Allgatherv(own, n, t, buf, cnt, dsp, t, s->comm);
 	return PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, dsp,
 			       t, s->comm);
 }
@@ -629,7 +633,7 @@ static int streamed_reduction(struct xs_comm *c, const void *in, void *rbuf,
 			if (j >= 0)
 				CHECK(xs_copy_typed((char *)rbuf + (MPI_Aint)(lo + dsp[L.rank]) * ti.ext,
 						 mq, p, t, &ti));
-			CHECK(sub_allgatherv(&L, (char *)rbuf + (MPI_Aint)lo * ti.ext, cnt,
+			CHECK(sub_allgatherv(&L, NULL, 0, (char *)rbuf + (MPI_Aint)lo * ti.ext, cnt,
 					     dsp, t));
 		} else if (!sender) {
 			xs_model_gather(L.w, L.size, L.rank, c->lrank[root], nbytes(p, t));
@@ -772,7 +776,7 @@ static int streamed_bcast(struct xs_comm *c, char *p, int n, int root, int k,
 			CHECK(PMPI_Waitall(posted[q] - done, &v->r[done], MPI_STATUSES_IGNORE));
 			done = posted[q];
 		}
-		CHECK(sub_allgatherv(&L, p + xs_seg_lo(n, m, q), cnt, dsp, MPI_BYTE));
+		CHECK(sub_allgatherv(&L, NULL, 0, p + xs_seg_lo(n, m, q), cnt, dsp, MPI_BYTE));
 	}
 out:
 	free(posted);
@@ -889,7 +893,7 @@ int xs_allgather(struct xs_comm *c, const void *sbuf, int scount,
 		CHECK(local_bcast(c, x[other], (int)((size_t)c->n[other] * b), MPI_BYTE));
 	} else {
 		CHECK(xs_seg_layout(c, (int)((size_t)c->n[other] * b), k, &w.cnt, &w.dsp));
-		CHECK(sub_allgatherv(&L, x[other], w.cnt, w.dsp, MPI_BYTE));
+		CHECK(sub_allgatherv(&L, NULL, 0, x[other], w.cnt, w.dsp, MPI_BYTE));
 	}
 	/* in comm rank order */
 	CHECK(xs_img_out(rbuf, c->size * rcount, rtype, out));
@@ -1398,7 +1402,6 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 	struct xs_tinfo ti;
 	int *cnt[2] = { NULL, NULL }, *dsp[2] = { NULL, NULL }, bytes[2] = { 0, 0 };
 	int rc, r, s, l, me = c->me, other = 1 - me;
-	uint64_t *lb = NULL;
 
 	xs_tinfo(rtype, &ti);
 	if (sbuf == MPI_IN_PLACE)
@@ -1422,11 +1425,8 @@ int xs_allgatherv(struct xs_comm *c, const void *sbuf, int scount,
 	}
 
 	/* my site's blocks, everywhere at my site */
-	lb = xs_counts_bytes(cnt[me], L.size, MPI_BYTE);
-	if (lb)
-		xs_model_allgatherv(L.w, L.size, L.rank, lb);
-	CHECK(PMPI_Allgatherv(own->p, (int)own->bytes, MPI_BYTE, w.x[me], cnt[me], dsp[me],
-			      MPI_BYTE, c->local));
+	CHECK(sub_allgatherv(&L, own->p, (int)own->bytes, w.x[me], cnt[me], dsp[me],
+			     MPI_BYTE));
 	/* across, between the leaders; then the other site's, everywhere here */
 	if (L.rank == 0)
 		CHECK(swap(c, w.x[me], bytes[me], w.x[other], bytes[other], MPI_BYTE,
@@ -1443,7 +1443,6 @@ out:
 		free(cnt[s]);
 		free(dsp[s]);
 	}
-	free(lb);
 	return work_end(&w, rc);
 }
 
