@@ -23,14 +23,19 @@
  * together).  The rooted ones and
  * scans, whose first ranks may return at once (a root that sends, a site
  * that does not wait for the other): each call on its own, every rank
- * starting it at one instant T on one clock, the slowest rank's own time
- * (from its start to its end), the mean of the calls.  One clock: the ranks
- * of the testbed share one kernel's CLOCK_MONOTONIC (the same boot_id), and
- * rank 0 sets T far enough ahead (three times two barriers, and 500 us)
- * for every rank to know it in time; the line then says start=T and
- * late=US, the largest of the ranks' mean starts after T (ranks that share
- * cores wake one after another: a rank that waits for a late one counts
- * the wait).  Ranks without one clock: each call between two barriers (the
+ * starting it at one instant T on one clock, the slowest rank's time from
+ * when its call could first move to its end, the mean of the calls.  A
+ * call can first move at the latest start of the rank itself and the ranks
+ * whose data it needs: the root, for a bcast; every rank, for a reduce's
+ * root; the ranks before it, for a scan.  Ranks that share cores wake one
+ * after another (on the testbed's two cores, 0.4-0.5 ms late on average
+ * after sleeping until T), and a rank that waited for a root that woke
+ * late would otherwise count the root's oversleep as the collective's.
+ * One clock: the ranks of the testbed share one kernel's CLOCK_MONOTONIC
+ * (the same boot_id), and rank 0 sets T far enough ahead (three times two
+ * barriers, and 500 us) for every rank to know it in time; the line then
+ * says start=T and late=US, the largest of the ranks' mean starts after T.
+ * Ranks without one clock: each call between two barriers (the
  * MPI library's own, PMPI_Barrier, also with libxsite), less the time of
  * two barriers alone, and the line says start=barriers: an estimate that
  * can come out below the link's latency, as ranks leave a barrier up to a
@@ -87,6 +92,21 @@ static int one_clock(void)
 	return all;
 }
 
+/* when rank's call of collective c can first move: the latest start (st,
+ * one per rank, on one clock) of rank itself and of the ranks whose data it
+ * needs, ranks 0 to n - 1 (the root is rank 0) */
+static double ready(int c, int rank, int size, const double *st)
+{
+	int q, n = c == BCAST || c == IBCAST ? 1 :
+		   (c == REDUCE || c == IREDUCE) && rank == 0 ? size :
+		   c == SCAN ? rank : 0;
+	double r = st[rank];
+
+	for (q = 0; q < n; q++)
+		r = st[q] > r ? st[q] : r;
+	return r;
+}
+
 /* sleep until t on CLOCK_MONOTONIC */
 static void sleep_until(double t)
 {
@@ -105,6 +125,7 @@ int main(int argc, char **argv)
 	long sizes[32] = { 8, 512, 32768, 262144, 1048576, 4194304 }, max = 0;
 	int nsizes = 6, iters = 10, warm = 1, opt, rank, size, c, s, i, r, want[NCOLL], *cnt, *dsp;
 	char *a, *b, *tok;
+	double *st;
 	int (*race_calls)(void), clock1;
 
 	for (c = 0; c < NCOLL; c++)
@@ -139,7 +160,8 @@ int main(int argc, char **argv)
 	b = calloc(1, max * (size_t)size + 64);
 	cnt = calloc((size_t)size, sizeof(int));
 	dsp = calloc((size_t)size, sizeof(int));
-	if (!a || !b || !cnt || !dsp) {
+	st = calloc((size_t)size, sizeof(double));
+	if (!a || !b || !cnt || !dsp || !st) {
 		fprintf(stderr, "xsite_collsweep: out of memory\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
@@ -248,8 +270,12 @@ int main(int argc, char **argv)
 					MPI_Abort(MPI_COMM_WORLD, 2);
 				}
 				if (!sync && clock1) {
-					/* the slowest rank's own time */
-					e = now() - t0;
+					/* the slowest rank's time from when its
+					 * call could first move */
+					e = now();
+					PMPI_Allgather(&t0, 1, MPI_DOUBLE, st, 1, MPI_DOUBLE,
+						       MPI_COMM_WORLD);
+					e -= ready(c, rank, size, st);
 					PMPI_Allreduce(&e, &emax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 					if (i >= warm)
 						t += emax;
@@ -284,6 +310,7 @@ int main(int argc, char **argv)
 	free(b);
 	free(cnt);
 	free(dsp);
+	free(st);
 	MPI_Finalize();
 	return 0;
 }
