@@ -38,7 +38,9 @@ local WHY = {
 --- The longest --site-affinity or --comm-profile value the policy reads
 -- (a site's name or an explicit profile is far shorter): a longer one is
 -- refused before it is parsed, kept in a cache or quoted in a message.
-M.MAX_FLAG = 256
+-- The same limit as xsite.profile's, which holds wherever a profile is
+-- resolved.
+M.MAX_FLAG = profile.MAX_TEXT
 
 -- The flags whose values the policy reads as text: request field, flag.
 local FLAG_VALUES = { { "affinity", "--site-affinity" }, { "profile", "--comm-profile" } }
@@ -144,7 +146,9 @@ end
 --   job can get), `max_nodes` (the most it can get; default `nodes`),
 --   `affinity` (`--site-affinity`, nil for the configured default),
 --   `profile` (`--comm-profile`, nil for the default), `features` (the user's
---   constraint), `req_nodes` (the user's `--nodelist`, a hostlist),
+--   constraint), `prefer` (the user's `--prefer`: Slurm schedules with it
+--   instead of `features` where it can, so a pin goes into both),
+--   `req_nodes` (the user's `--nodelist`, a hostlist),
 --   `nodelist_sites` (instead of `req_nodes`: the names of the sites it
 --   named, "a+b", as a record keeps them), `het` (a component of a
 --   heterogeneous job: `{ offset = k, site = NAME|"span"|nil }`, `site` being
@@ -160,7 +164,8 @@ end
 --   `link_load` (optional: xsite.state.parse_load, used when at most
 --   M.LOAD_MAX_AGE old at `now`), `now` (seconds since the epoch)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
---   `why`, `features` (the new constraint, nil for unchanged), `req_switch`,
+--   `why`, `features` (the new constraint, nil for unchanged), `prefer`
+--   (the new `--prefer`, nil for unchanged), `req_switch`,
 --   `wait4switch`, `licenses` (for a job that may span, with the link's
 --   License= set: "NAME:N", its share of the link; `link_units` is N),
 --   `message` (one line for the user), `record`, `prediction`, `het` (for a
@@ -224,7 +229,7 @@ function M.decide(req)
       if d.warning then d.message = d.message .. "; " .. d.warning end
     end
     if pol.mode == "advise" and action ~= "reject" then
-      d.features, d.req_switch, d.wait4switch, d.licenses = nil, nil, nil, nil
+      d.features, d.prefer, d.req_switch, d.wait4switch, d.licenses = nil, nil, nil, nil, nil
     end
     d.record = record.format(d)
     return d
@@ -266,6 +271,21 @@ function M.decide(req)
     return finish("reject", "bad-request", string.format("--constraint %s: %s", quote(user), cerr))
   end
   d.constraint = user
+  -- --prefer: where Slurm can meet it, it schedules the job with it
+  -- instead of --constraint, so what keeps the job at a site must hold
+  -- for it too.  The record keeps the user's own, as it keeps the
+  -- constraint.
+  local prefer = req.prefer
+  if prefer == "" then prefer = nil end
+  local pa
+  if prefer then
+    local perr
+    pa, perr = constraint.analyse(prefer, cfg)
+    if not pa then
+      return finish("reject", "bad-request", string.format("--prefer %s: %s", quote(prefer), perr))
+    end
+    d.user_prefer = prefer
+  end
 
   -- Nodes asked for by name: the sites they are at (a hostlist is never
   -- expanded), and at least that many nodes.
@@ -341,23 +361,32 @@ function M.decide(req)
       b.held.total, b.need, wait_text(b.link))
   end
 
+  -- Whether the user's own constraint (`a`: ua or pa) keeps the job at
+  -- one of the sites of `allowed` already.
+  local function kept_within(a, allowed)
+    return not het and a.one_site and #within(a.sites, allowed) == #a.sites
+  end
+
   -- Keep the job at the sites of `allowed` (one of them), adding to the
   -- user's constraint; a constraint that cannot take it is refused.
   local function keep_at(allowed, action, why, text)
     d.sites = site_names(allowed)
     if het then d.het = allowed[1].name end
-    if not het and ua.one_site and #within(ua.sites, allowed) == #ua.sites then
-      -- the user's own constraint keeps the job at one of them already
-      return finish(action, why, text)
-    end
     local add = pin_constraint(het and { allowed[1] } or allowed)
-    local merged, why_not = constraint.combine(user, ua, add)
-    if not merged then
-      return finish("reject", "constraint", string.format(
-        "--constraint %s: %s; xsite must keep this job at %s (%s)", quote(user), why_not,
-        #allowed == 1 and "site " .. allowed[1].name or "one site", text))
+    -- the user's --constraint and --prefer, each unless it keeps the job
+    -- at one of them already
+    for _, c in ipairs({ { "features", user, ua, "--constraint" }, { "prefer", prefer, pa, "--prefer" } }) do
+      local field, own, a, flag = c[1], c[2], c[3], c[4]
+      if a and not kept_within(a, allowed) then
+        local merged, why_not = constraint.combine(own, a, add)
+        if not merged then
+          return finish("reject", "constraint", string.format(
+            "%s %s: %s; xsite must keep this job at %s (%s)", flag, quote(own), why_not,
+            #allowed == 1 and "site " .. allowed[1].name or "one site", text))
+        end
+        d[field] = merged
+      end
     end
-    d.features = merged
     return finish(action, why, text)
   end
 
@@ -479,8 +508,9 @@ function M.decide(req)
     return finish("span", "user-nodes", string.format(WHY["user-nodes"], site_names(named, " and ")))
   end
 
-  -- The user's constraint keeps the job at one site already.
-  if ua.one_site and affinity ~= "span" and not het then
+  -- The user's constraint (and --prefer, if given) keeps the job at one
+  -- site already.
+  if kept_within(ua, ua.sites) and (not pa or kept_within(pa, ua.sites)) and affinity ~= "span" then
     d.sites = site_names(ua.sites)
     return finish(#ua.sites == 1 and "site" or "pin", "user-constraint",
       string.format(WHY["user-constraint"], site_names(ua.sites, " or ")))

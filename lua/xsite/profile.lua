@@ -38,7 +38,9 @@ function M.parse_explicit(spec)
     if not key then
       return nil, string.format("'%s' is not key=value", item)
     end
-    if value:find("%s$") then value = value:match("^(.-)%s*$") end
+    -- the trailing blanks off in one pass ("^(.-)%s*$" backtracks over
+    -- them once for every character before them)
+    if value:find("%s$") then value = value:match("^(.*%S)") or "" end
     local e = EXPLICIT[key]
     if not e and key ~= "pattern" then
       key = key:lower()
@@ -73,6 +75,13 @@ function M.parse_explicit(spec)
   prof.label = spec:find("%s") and spec:gsub("%s", "") or spec
   return prof
 end
+
+--- The longest `--comm-profile` value resolved (a profile's name or an
+-- explicit spec is far shorter): a longer one is refused before it is
+-- parsed or kept.  The policy in slurmctld and the report in root's
+-- slurmstepd, which reads the value from the job's environment, both
+-- resolve through here.
+M.MAX_TEXT = 256
 
 --- The most explicit `--comm-profile` texts kept parsed (then they start over).
 M.EXPLICIT_CACHE_MAX = 256
@@ -110,6 +119,9 @@ function M.resolve(spec, cfg, tuned)
     if not spec then return nil, "no --comm-profile given and no DefaultProfile configured" end
   end
   if type(spec) ~= "string" then return nil, "profile must be a string" end
+  if #spec > M.MAX_TEXT then
+    return nil, string.format("%d characters, more than the %d it may have", #spec, M.MAX_TEXT)
+  end
   if spec:find("=") then
     -- explicit specs repeat (job arrays, scripts): parse each text once
     local hit = explicit_cache[spec]

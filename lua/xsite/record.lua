@@ -6,11 +6,12 @@
 --     xsite v=1 action=A why=W mode=M n=N [sites=S profile=P split=a+b
 --       t_one=s t_span=s slowdown=r max=r link=state,B/s,s,config|measured]
 --       [nmin=N] [het=SITE|span] [wsites=a+b] [override=UID] [wait4switch=s]
---       [lic=N] [constraint=F]
+--       [lic=N] [constraint=F] [prefer=F]
 --
 -- The words after `sites=` are there when the decision has a prediction.
--- `constraint` is the user's own, percent-encoded, so that the record stays
--- one line of words whatever the user wrote.  Documented in
+-- `constraint` and `prefer` are the user's own `--constraint` and
+-- `--prefer`, percent-encoded, so that the record stays one line of words
+-- whatever the user wrote.  Documented in
 -- docs/admin-guide.md.
 -- @module xsite.record
 
@@ -44,7 +45,8 @@ function M.format(d)
     (d.override and " override=" .. d.override or "") ..
     (d.wait4switch and " wait4switch=" .. d.wait4switch or "") ..
     (d.link_units and " lic=" .. d.link_units or "") ..
-    (d.constraint and " constraint=" .. encode(d.constraint) or "")
+    (d.constraint and " constraint=" .. encode(d.constraint) or "") ..
+    (d.user_prefer and " prefer=" .. encode(d.user_prefer) or "")
   local e, l = d.prediction, d.link
   if not e then return head .. tail end
   return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..
@@ -53,7 +55,7 @@ function M.format(d)
 end
 
 --- The record in a text (an admin_comment, accounting's AdminComment) as a
--- table of its words (values as strings; `constraint` decoded).
+-- table of its words (values as strings; `constraint` and `prefer` decoded).
 -- @return table, or nil and a message (no record; one of a version this
 --   xsite does not read)
 function M.parse(text)
@@ -66,6 +68,7 @@ function M.parse(text)
     return nil, string.format("an xsite record of version %s; this xsite reads version %d", out.v, M.VERSION)
   end
   if out.constraint then out.constraint = decode(out.constraint) end
+  if out.prefer then out.prefer = decode(out.prefer) end
   return out
 end
 

@@ -117,7 +117,7 @@ function M.run(cfg, jobs, opts)
     else
       local d = policy.decide({ cfg = cfg, nodes = tonumber(rec.n) or job.nodes, profile = rec.profile,
         profile_state = opts.profile_state,
-        features = rec.constraint })
+        features = rec.constraint, prefer = rec.prefer })
       if d.action == "reject" and d.why == "bad-request" then
         count(s.skipped, "not valid under this configuration")
       else

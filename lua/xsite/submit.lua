@@ -86,18 +86,16 @@ end
 
 --- The most nodes a job can get: max_nodes (the top of `-N1-8`, or `-N`
 -- itself: sbatch sends `-N2` as 2-2), else, for a task count, one node a
--- task (or its tasks over `--ntasks-per-node`): without max_nodes Slurm may
--- spread the tasks whatever min_nodes says.  Never fewer than `node_count`.
+-- task: without max_nodes Slurm may spread the tasks whatever min_nodes
+-- says, and with `-n` it takes `--ntasks-per-node` as the most tasks a
+-- node, not the fewest (`-n2 --ntasks-per-node=2 --spread-job` runs on two
+-- nodes).  Never fewer than `node_count`.
 function M.most_nodes(job_desc, cfg)
   local n = M.node_count(job_desc, cfg)
   local most = job_desc.max_nodes
   if set(most) and most > 0 then return math.max(n, most) end
   local tasks = job_desc.num_tasks
-  if set(tasks) and tasks > 0 then
-    local per = job_desc.ntasks_per_node
-    if set(per) and per > 0 then tasks = math.ceil(tasks / per) end
-    return math.max(n, tasks)
-  end
+  if set(tasks) and tasks > 0 then return math.max(n, tasks) end
   return n
 end
 
@@ -200,6 +198,7 @@ end
 -- Apply a decision to the job description.
 local function apply(job_desc, d)
   if d.features then job_desc.features = d.features end
+  if d.prefer then job_desc.prefer = d.prefer end
   if d.licenses then job_desc.licenses = d.licenses end
   if d.req_switch then
     job_desc.req_switch = d.req_switch
@@ -294,6 +293,7 @@ local function decide(job_desc, slurm, flags, extra)
     affinity = flags.affinity,
     profile = flags.profile,
     features = extra.features,
+    prefer = extra.prefer,
     req_nodes = extra.req_nodes,
     nodelist_sites = extra.nodelist_sites,
     het = extra.het,
@@ -334,6 +334,7 @@ local function submit_job(job_desc, slurm, submit_uid)
   local offset = job_desc.het_job_offset
   return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
     features = job_desc.features,
+    prefer = job_desc.prefer,
     req_nodes = job_desc.req_nodes,
     licenses = job_desc.licenses,
     het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
@@ -366,8 +367,8 @@ end
 
 -- The fields of a job description whose change can move a pending job, and
 -- those of them that name where it runs.
-local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task" }
-local PLACE = { "features", "req_nodes", "exc_nodes", "partition", "licenses" }
+local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "min_cpus" }
+local PLACE = { "features", "prefer", "req_nodes", "exc_nodes", "partition", "licenses" }
 
 --- What job_modify sets a pending job's licenses to for "none": Lua's ""
 -- means "unchanged" to job_submit/lua, and Slurm reads "," as an empty
@@ -392,9 +393,10 @@ function M.privileged(uid)
 end
 
 --- slurm_job_modify: decide again whenever a pending job's shape or
--- placement changes (node counts, tasks, Features, ReqNodeList, ExcNodeList,
--- Partition), from the user's own constraint (kept in the record) and the
--- change; what xsite added before is replaced.  A change of placement by
+-- placement changes (node counts, tasks, CPUs, Features, Prefer,
+-- ReqNodeList, ExcNodeList, Partition), from the user's own constraint and
+-- preference (kept in the record) and the change; what xsite added before
+-- is replaced.  A change of placement by
 -- root or SlurmUser is theirs to make: it is applied as given and the
 -- record says `override=UID`.  Never raises.
 -- @param modify_uid who asks (slurm_job_modify's fourth argument)
@@ -428,10 +430,17 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       if set(v) then return v end
       if k == "max_nodes" then
         -- the job record has no task count: the most nodes decided at
-        -- submission (the record's n) stays a floor
-        local most = job_rec.max_nodes
-        most = (set(most) and most or 0)
-        return math.max(most, prev and tonumber(prev.n) or 0)
+        -- submission (the record's n) stays a floor.  A job without a top
+        -- to its node count can get as many nodes as it has tasks or CPUs
+        -- (one at least on each node), as changed now or as it had them.
+        local most = prev and tonumber(prev.n) or 0
+        local top = job_rec.max_nodes
+        if set(top) and top > 0 then return math.max(most, top) end
+        local counts = { job_desc.num_tasks, job_desc.min_cpus, job_rec.min_cpus }
+        for i = 1, 3 do
+          if set(counts[i]) and counts[i] > most then most = counts[i] end
+        end
+        return most
       end
       return job_rec[k]
     end })
@@ -443,7 +452,11 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     local lic = cfg and cfg.link and cfg.link.license
     local own = job_desc.licenses
     if own == nil then own = M.without_license(job_rec.licenses, lic and lic.name) end
-    local extra = { features = user, req_nodes = job_desc.req_nodes, licenses = own }
+    -- the job record has no --prefer: a new one, or the user's own from
+    -- the record
+    local prefer = job_desc.prefer
+    if prefer == nil and prev then prefer = prev.prefer end
+    local extra = { features = user, prefer = prefer, req_nodes = job_desc.req_nodes, licenses = own }
     if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
     local offset = job_rec.het_job_offset
     if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
@@ -455,7 +468,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- Slurm lets only root and SlurmUser change admin_comment, even from
       -- job_submit: a change by the job's owner keeps the submission's
       -- record (the new one is in slurmctld's log)
-      local keys = { "features", "req_switch", "wait4switch", "licenses" }
+      local keys = { "features", "prefer", "req_switch", "wait4switch", "licenses" }
       if M.privileged(modify_uid) then keys[#keys + 1] = "admin_comment" end
       for _, k in ipairs(keys) do
         if rawget(view, k) ~= nil then job_desc[k] = rawget(view, k) end
@@ -469,6 +482,11 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
           and (prev or job_desc.features ~= nil) then
         local want = user ~= "" and user or (cfg and M.any_site(cfg))
         if want and want ~= job_rec.features then job_desc.features = want end
+      end
+      -- Likewise a --prefer xsite pinned before and now need not: the
+      -- user's own again.
+      if rawget(view, "prefer") == nil and job_desc.prefer == nil and prev and prev.prefer then
+        job_desc.prefer = prev.prefer
       end
       -- Likewise the link's share the job held and now must not: its own
       -- licenses without it (none: M.NO_LICENSES).

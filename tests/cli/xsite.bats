@@ -780,6 +780,18 @@ with_link_state() {
   assert_line --index 0 --partial "xsite: job rejected: --constraint 'site_alpha*1': it has a node count"
 }
 
+@test "explain puts the site it keeps a job at into --prefer too, and refuses one that cannot take it" {
+  run -0 xsite --config "$TESTBED" explain --nodes 2 --prefer 'site_alpha|ib'
+  assert_line --index 0 --regexp '^xsite: pinned to one site \(alpha or beta\): '
+  assert_line '  prefer: (site_alpha|ib)&[site_alpha|site_beta]'
+  need_json
+  run -0 xsite --config "$TESTBED" explain --nodes 2 --prefer 'site_alpha|ib' --json
+  run -0 jsonq 'j.prefer' 'j.record:match(" prefer=(%S+)")' <<<"$output"
+  assert_output "$(printf '(site_alpha|ib)&[site_alpha|site_beta]\nsite_alpha|ib')"
+  run -1 xsite --config "$TESTBED" explain --nodes 2 --prefer '[site_alpha*1&site_beta*1]'
+  assert_line --index 0 --partial "xsite: job rejected: --prefer '[site_alpha*1&site_beta*1]': it has a node count"
+}
+
 @test "explain with --time-limit makes a job that may span wait for one site" {
   need_json
   run -0 xsite --config "$TESTBED" explain --nodes 2 --comm-profile low --time-limit 600

@@ -5,8 +5,9 @@
 # unprivileged user tries every way around a pin (docs/security.md, "What
 # Mode=enforce promises"): counted and bracketed constraints, a site named
 # inside an OR, node ranges, --nodelist at both sites (link up and down),
-# scontrol update of a pending job, heterogeneous jobs, huge node lists and
-# a flood of distinct profiles.  Every test judges by where the job actually
+# scontrol update of a pending job, heterogeneous jobs, --prefer, task
+# counts that Slurm may spread, huge node lists and a flood of distinct
+# profiles.  Every test judges by where the job actually
 # ran (its NodeList, the nodes' site features) or by the refusal sbatch
 # printed, never by xsite's record.  The last test is a generator of random
 # submissions and updates mixing all of these.
@@ -73,6 +74,22 @@ one_site() {
 	at=$(ran_at "$1")
 	[[ $at == alpha || $at == beta ]] || {
 		printf 'job %s ran at "%s" (%s)\n' "$1" "$at" "$(on_head squeue -h -t all -j "$1" -o '%i %T %N %r')" >&2
+		return 1
+	}
+}
+
+# not_both ID: the job is not at both sites: it ran at one, or after 5 s
+# it still waits (a shape only both sites could hold, pinned)
+not_both() {
+	local i state at
+	for ((i = 0; i < 50; i++)); do
+		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
+		[[ -n $state && $state != PENDING && $state != CONFIGURING ]] && break
+		sleep 0.1
+	done
+	at=$(sites_of_nodes "$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null)")
+	[[ $at != *+* ]] || {
+		printf 'job %s ran at %s (%s)\n' "$1" "$at" "$(on_head squeue -h -t all -j "$1" -o '%i %T %N %r')" >&2
 		return 1
 	}
 }
@@ -240,6 +257,56 @@ sites_printed() {
 	# salloc's het allocation
 	run -1 as salloc -N1 : -N1 --constraint=site_beta true
 	assert_output --partial "xsite: job rejected:"
+}
+
+@test "--prefer, which Slurm schedules with instead of the constraint, holds the pin too" {
+	# Excluding one node a site leaves no site two nodes: a pinned -N2 job
+	# can run nowhere; with its --prefer unpinned, Slurm ran it on alpha1
+	# and beta1.
+	try -N2 --prefer='site_alpha|site_beta' -x alpha2,beta2 --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; else [[ $TOLD == *"Requested node configuration is not available"* ]]; fi
+	run --separate-stderr as srun -t 1 -N2 --prefer='site_alpha|site_beta' -x alpha2,beta2 hostname
+	[[ $(sites_printed <<<"$output") != *+* ]]
+	# a preference that cannot take the pin is refused, naming --prefer
+	try -N2 --prefer='[site_alpha*1&site_beta*1]' --wrap true
+	refused "--prefer '\[site_alpha\*1&site_beta\*1\]': it has a node count"
+	# Prefer= of a pending job
+	try -H -N2 -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" 'Prefer=site_alpha|site_beta'
+	as scontrol release "$JOB"
+	not_both "$JOB"
+	on_head scancel "$JOB"
+	# with the link down
+	printf 'State=down\n' >"$XT_STATE/run/link.state"
+	sleep 6
+	try -N2 --prefer='site_alpha|site_beta' -x alpha2,beta2 --comm-profile=low --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; else [[ $TOLD == *"Requested node configuration is not available"* ]]; fi
+}
+
+@test "a task count is decided on the most nodes it can get; a change of tasks or CPUs is decided again" {
+	# -n2 --ntasks-per-node=2: two tasks a node at most, so up to two nodes;
+	# --spread-job takes both
+	try -n2 --ntasks-per-node=2 --spread-job -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	run --separate-stderr as srun -t 1 -n2 --ntasks-per-node=2 --spread-job -x alpha2,beta2 hostname
+	[[ -n $output && $(sites_printed <<<"$output") != *+* ]]
+	# a one-node job whose tasks and CPUs grow while it waits: decided
+	# again on four nodes (here refused: no site has four)
+	local change c steps
+	for change in 'NumTasks=4 NumCPUs=4' 'NumTasks=4;NumCPUs=4'; do
+		try -H -n1 -x alpha2,beta2 --wrap true
+		[[ -n $JOB ]]
+		IFS=';' read -r -a steps <<<"$change"
+		for c in "${steps[@]}"; do
+			# shellcheck disable=SC2086 # one update of one or two fields
+			update JobId="$JOB" $c || true
+		done
+		as scontrol release "$JOB"
+		not_both "$JOB"
+		on_head scancel "$JOB"
+	done
 }
 
 @test "9: a node list of a million names and a flood of profiles cost slurmctld nothing lasting" {

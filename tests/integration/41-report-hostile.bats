@@ -5,10 +5,10 @@
 # testbed, with jobs of a real unprivileged user made for the test: the
 # --xsite-report writer stopped by its user, traffic records that are huge,
 # FIFOs or hold escape sequences, the job's mpi/ directory after the job, a
-# job id that comes back, ReportRetention, and `xsite report`'s scontrol
-# fallback fed a spoofing job name.  Each test is judged by what root did
-# (the job's state in Slurm, files and their owners, the slurmd log), never
-# by xsite's own record alone.
+# job id that comes back, ReportRetention, `xsite report`'s scontrol
+# fallback fed a spoofing job name, and a --comm-profile too long to parse.
+# Each test is judged by what root did (the job's state in Slurm, files and
+# their owners, the slurmd log), never by xsite's own record alone.
 
 bats_require_minimum_version 1.5.0
 
@@ -310,6 +310,16 @@ setup() {
 	refute_output --partial spoofed
 	refute_output --partial SPOOFED
 	assert_line --partial 'decision:   none (one-node)'
+}
+
+@test "a --comm-profile of 120 000 characters in the job's environment is not parsed by root" {
+	local job p
+	# --export puts it in the job's environment only: slurmctld never sees it
+	p="op=1$(printf '%*s' 120000 '')x "
+	job=$(submit --export="ALL,XSITE_COMM_PROFILE=$p" --wrap true)
+	run -0 gone "$job" 15
+	run -0 report_of "$job" batch
+	assert_output --partial 'no prediction: 120006 characters, more than the 256 it may have'
 }
 
 @test "a profile with escape sequences, carried in the job's environment into slurmstepd, reaches xsite report escaped" {

@@ -118,6 +118,18 @@ describe("xsite.profile.resolve", function()
     minimal = assert(config.load(FIXTURES .. "minimal.conf"))
   end)
 
+  it("refuses a value longer than MAX_TEXT before it parses or keeps it", function()
+    local before = profile.explicit_cached()
+    local p, err = profile.resolve("op=1e9,b=1GB,x=1MB" .. string.rep(" ", profile.MAX_TEXT), cfg)
+    assert.is_nil(p)
+    assert.are.equal(string.format("%d characters, more than the %d it may have", profile.MAX_TEXT + 18,
+      profile.MAX_TEXT), err)
+    assert.are.equal(before, profile.explicit_cached())
+    -- at the limit it is read, its trailing blanks left out
+    p = assert(profile.resolve("op=1e9,b=1GB,x=1MB" .. string.rep(" ", profile.MAX_TEXT - 18), cfg))
+    assert.are.equal(1e6, p.exchange)
+  end)
+
   it("finds a named profile of the configuration", function()
     local p = assert(profile.resolve("gromacs", cfg))
     assert.are.equal(cfg.profile_by_name.gromacs, p)

@@ -67,6 +67,15 @@ describe("xsite.report", function()
     assert.matches("1 node%(s%) of the job are in no site", all)
   end)
 
+  it("parses no --comm-profile from the job's environment longer than profile.MAX_TEXT", function()
+    -- the value comes from the job's environment, past slurmctld's check
+    local long = "op=1" .. string.rep(" ", 100000) .. "x "
+    local rec = start(h.two_sites(2, 2), { profile = long })
+    assert.are.equal(json.null, rec.prediction)
+    assert.matches("no prediction: 100006 characters, more than the 256 it may have",
+      table.concat(rec.notes, "; "), 1, true)
+  end)
+
   it("fails on a node list that does not parse", function()
     assert.has_error(function() start(cfg(), { nodes = "a[1-" }) end)
   end)

@@ -254,7 +254,10 @@ describe("xsite.submit", function()
     assert.are.equal(2, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL, num_tasks = 2 }, cfg))
     assert.are.equal(1, submit.most_nodes({ min_nodes = 1, max_nodes = 1, num_tasks = 2 }, cfg))
     assert.are.equal(9, submit.most_nodes({ min_nodes = submit.NO_VAL, num_tasks = 9 }, cfg))
-    assert.are.equal(5, submit.most_nodes({ min_nodes = submit.NO_VAL, num_tasks = 9, ntasks_per_node = 2 }, cfg))
+    -- with -n, --ntasks-per-node is the most tasks a node, not the fewest:
+    -- -n9 --ntasks-per-node=2 needs five nodes and may get nine
+    assert.are.equal(9, submit.most_nodes({ min_nodes = submit.NO_VAL, num_tasks = 9, ntasks_per_node = 2 }, cfg))
+    assert.are.equal(5, submit.node_count({ min_nodes = submit.NO_VAL, num_tasks = 9, ntasks_per_node = 2 }, cfg))
     setup_conf(CONF)
     local s, j = fake_slurm(), job({ min_nodes = 1, max_nodes = 6 })
     assert.are.equal(0, submit.job_submit(j, s))
@@ -308,16 +311,106 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(job({ min_nodes = 2 }), s))
   end)
 
-  -- A pending job of user 1001, submitted with `submitted` and changed with `change`.
-  local function modify(submitted, change, uid)
+  it("decides -n2 --ntasks-per-node=2 on two nodes, not as a one-node job", function()
+    setup_conf(CONF)
+    -- --spread-job puts the two tasks on two nodes
+    local j = job({ min_nodes = 1, max_nodes = submit.NO_VAL, num_tasks = 2, ntasks_per_node = 2 })
+    assert.are.equal(0, submit.job_submit(j, fake_slurm()))
+    assert.are.equal("[site_a|site_b]", j.features)
+    assert.matches("action=pin why=slowdown mode=enforce n=2 ", j.admin_comment, 1, true)
+  end)
+
+  -- A pending job of user 1001, submitted with `submitted` and changed with
+  -- `change`; `fields` sets more of the job record (Slurm's, not the request's).
+  local function modify(submitted, change, uid, fields)
     local s = fake_slurm()
     local j = job(submitted)
     assert.are.equal(0, submit.job_submit(j, s))
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
       min_nodes = j.min_nodes, max_nodes = j.max_nodes, job_state = submit.JOB_PENDING, user_id = 1001,
       het_job_id = 0, het_job_offset = 0, licenses = j.licenses }
+    for k, v in pairs(fields or {}) do rec[k] = v end
     return submit.job_modify(change, rec, s, uid or 1001), change, s
   end
+
+  it("decides a change of tasks or CPUs on the most nodes the job can get then", function()
+    setup_conf(CONF)
+    -- -n1 (a one-node job, no site added; Slurm's record: no top to its
+    -- node count, one CPU), then NumTasks=4 NumCPUs=4: up to four nodes
+    local rc, c = modify({ min_nodes = 1, num_tasks = 1 }, { num_tasks = 4, min_cpus = 4 }, 1001,
+      { max_nodes = 0, min_cpus = 1 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    -- NumCPUs=4 alone, after a NumTasks=4 whose decision the record does not
+    -- keep (the owner cannot change admin_comment)
+    rc, c = modify({ min_nodes = 1, num_tasks = 1 }, { min_cpus = 4 }, 1001, { max_nodes = 0, min_cpus = 1 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    -- the record's CPUs count too: a job of four CPUs whose Features change
+    rc, c = modify({ min_nodes = 1, num_tasks = 1 }, { features = "ib" }, 1001, { max_nodes = 0, min_cpus = 4 })
+    assert.are.equal(0, rc)
+    assert.are.equal("ib&[site_a|site_b]", c.features)
+    -- a top to the node count bounds it: -N1 stays a one-node job
+    rc, c = modify({ min_nodes = 1, max_nodes = 1 }, { min_cpus = 4 }, 1001, { max_nodes = 1, min_cpus = 1 })
+    assert.are.equal(0, rc)
+    assert.is_nil(c.features)
+  end)
+
+  it("pins --prefer as it pins --constraint: Slurm schedules with it instead where it can", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, prefer = "site_a|site_b" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("[site_a|site_b]", j.features)
+    assert.are.equal("(site_a|site_b)&[site_a|site_b]", j.prefer)
+    local r = require("xsite.record").parse(j.admin_comment)
+    assert.are.equal("site_a|site_b", r.prefer)
+    -- a preference that keeps the job at one site is left as it is
+    j = job({ min_nodes = 2, prefer = "site_b&ib" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("[site_a|site_b]", j.features)
+    assert.are.equal("site_b&ib", j.prefer)
+    -- a constraint at one site is no longer enough when --prefer allows both
+    j = job({ min_nodes = 2, features = "site_a", prefer = "ib" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("site_a", j.features)
+    assert.are.equal("ib&site_a", j.prefer)
+    -- one that cannot take the pin is refused, naming --prefer
+    j = job({ min_nodes = 2, prefer = "[site_a*1&site_b*1]" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
+    assert.matches("^xsite: job rejected: %-%-prefer '%[site_a%*1&site_b%*1%]': it has a node count", s.user[#s.user])
+    -- a job that may span keeps its preference as given
+    j = job({ min_nodes = 2, prefer = "ib", spank_job_env = { [0] = "XSITE_COMM_PROFILE=quiet" } })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("ib", j.prefer)
+    -- a bad one is refused before anything else
+    j = job({ min_nodes = 2, prefer = "a((b" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
+    assert.matches("^xsite: job rejected: %-%-prefer 'a%(%(b': ", s.user[#s.user])
+  end)
+
+  it("keeps the pin in --prefer through scontrol update", function()
+    setup_conf(CONF)
+    -- Prefer= of a pinned job: pinned too
+    local rc, c = modify({ min_nodes = 2 }, { prefer = "site_a|site_b" })
+    assert.are.equal(0, rc)
+    assert.are.equal("(site_a|site_b)&[site_a|site_b]", c.prefer)
+    -- Features= of a job submitted with --prefer: the user's own from the
+    -- record, pinned again
+    rc, c = modify({ min_nodes = 2, prefer = "ib" }, { features = "fast" })
+    assert.are.equal(0, rc)
+    assert.are.equal("fast&[site_a|site_b]", c.features)
+    assert.are.equal("ib&[site_a|site_b]", c.prefer)
+    -- Prefer= that cannot take the pin: refused, naming --prefer
+    local _, s
+    rc, _, s = modify({ min_nodes = 2 }, { prefer = "[site_a*1&site_b*1]" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, rc)
+    assert.matches("%-%-prefer '%[site_a%*1&site_b%*1%]'", s.user[#s.user])
+    -- a change after which the job may span: the user's own preference again
+    rc, c = modify({ min_nodes = 2, prefer = "ib" }, { min_nodes = 1, max_nodes = 1 })
+    assert.are.equal(0, rc)
+    assert.are.equal("ib", c.prefer)
+  end)
 
   it("keeps the pin through every scontrol update of a pending job", function()
     setup_conf(CONF)

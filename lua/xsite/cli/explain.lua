@@ -12,12 +12,12 @@ local out, err = common.out, common.err
 local M = {
   summary = "what the placement policy decides for a job, and why",
   options = {
-    nodes = true, ["site-affinity"] = true, ["comm-profile"] = true, constraint = true, nodelist = true,
-    ["time-limit"] = true, json = false,
+    nodes = true, ["site-affinity"] = true, ["comm-profile"] = true, constraint = true, prefer = true,
+    nodelist = true, ["time-limit"] = true, json = false,
   },
   usage = [[
 Usage: xsite explain --nodes N|MIN-MAX [--site-affinity A] [--comm-profile P]
-                     [--constraint F] [--nodelist HOSTLIST]
+                     [--constraint F] [--prefer F] [--nodelist HOSTLIST]
                      [--time-limit MINUTES] [--json]
 
 What the placement policy would decide for a job of N nodes (a range is
@@ -52,15 +52,16 @@ function M.run(opts, _, io_, global)
   if not cfg then return 1 end
   local state, measured, ld = common.state_files(cfg, "explain", io_)
   local d = policy.decide({ cfg = cfg, nodes = n, max_nodes = most, affinity = opts["site-affinity"],
-    profile = opts["comm-profile"], features = opts.constraint, req_nodes = opts.nodelist, time_limit = limit,
-    topology = true, link_state = state, profile_state = measured, link_load = ld, now = os.time() })
+    profile = opts["comm-profile"], features = opts.constraint, prefer = opts.prefer, req_nodes = opts.nodelist,
+    time_limit = limit, topology = true, link_state = state, profile_state = measured, link_load = ld,
+    now = os.time() })
   local p = d.prediction
   local ex = p and model.expected_error(common.fidelity(cfg, "explain", io_), p.pattern, d.link.latency)
   if opts.json then
     out(io_, "%s\n", json.encode({
       action = d.action, why = d.why, message = d.message, record = d.record,
-      features = d.features, req_switch = d.req_switch, wait4switch = d.wait4switch, licenses = d.licenses,
-      link_wait = d.link_wait, site_wait = d.site_wait,
+      features = d.features, prefer = d.prefer, req_switch = d.req_switch, wait4switch = d.wait4switch,
+      licenses = d.licenses, link_wait = d.link_wait, site_wait = d.site_wait,
       prediction = p and { nodes = p.n, split = { p.nA, p.nB }, t_one = p.t_one, t_span = p.t_span,
         slowdown = p.slowdown, link_share = p.link_share, pattern = p.pattern } or nil,
       expected_error = ex,
@@ -73,6 +74,7 @@ function M.run(opts, _, io_, global)
           "unknown (no FidelityFile)"))
     end
     if d.features then out(io_, "  constraint: %s\n", d.features) end
+    if d.prefer then out(io_, "  prefer: %s\n", d.prefer) end
     if d.wait4switch then out(io_, "  --switches=1@%ds (wait for one site at most that long)\n", d.wait4switch) end
     if d.licenses then
       out(io_, "  --licenses=%s (%.1f %% of the link each way, on average)\n", d.licenses,
