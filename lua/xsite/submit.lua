@@ -22,6 +22,7 @@ local M = {}
 M.NO_VAL = 0xfffffffe
 M.NO_VAL16 = 0xfffe
 M.INFINITE = 0xffffffff
+M.INFINITE16 = 0xffff
 --- job_state of a pending job (slurm.h, JOB_PENDING).
 M.JOB_PENDING = 0
 
@@ -63,40 +64,103 @@ function M.flags(spank_job_env)
   return out
 end
 
+-- The fields of a job description Slurm keeps in 16 bits: their "no
+-- value" is NO_VAL16.  Every other count is 32 bits, where 0xfffe (65534)
+-- is a count like any other (`-N1-65534`).
+local U16 = { ntasks_per_node = true, cpus_per_task = true, ntasks_per_tres = true }
+
+-- Whether field `k`'s value `v` is given.
+local function given(k, v)
+  if U16[k] then return v ~= nil and v ~= M.NO_VAL16 and v ~= M.INFINITE16 end
+  return v ~= nil and v ~= M.NO_VAL and v ~= M.INFINITE
+end
+
+-- A 32-bit count given (not NO_VAL or INFINITE).
 local function set(v)
-  return v ~= nil and v ~= M.NO_VAL and v ~= M.INFINITE and v ~= M.NO_VAL16
+  return given(nil, v)
+end
+
+-- A count of job_desc (or a job's view) given and above 0, or nil.
+local function count(job_desc, k)
+  local v = job_desc[k]
+  if type(v) == "number" and given(k, v) and v > 0 then return v end
+  return nil
+end
+
+--- The longest GRES request (tres_per_job) xsite reads; a longer one counts
+-- as more units than the cluster has nodes.
+M.MAX_GRES = 1024
+
+--- The units a GRES request asks for in all ("gres/gpu:8,gres/gpu:a100:2":
+-- 10; an item without a count: 1), or nil for none.  A request too long
+-- to read, or with a count that is not a plain number, counts as
+-- math.huge.
+function M.gres_units(text)
+  if type(text) ~= "string" or text == "" then return nil end
+  if #text > M.MAX_GRES then return math.huge end
+  local total = 0
+  for item in text:gmatch("[^,]+") do
+    local k = item:match(":([^:]*)$")
+    if not k or not k:find("^%d") then
+      total = total + 1
+    elseif k:find("^%d+$") then
+      total = total + tonumber(k)
+    else
+      return math.huge
+    end
+  end
+  return total
+end
+
+--- The tasks a job asks for: num_tasks, else, with --ntasks-per-node, that
+-- many on each of its fewest nodes (as slurmctld works it out after
+-- job_submit); nil when neither is given.
+function M.tasks(job_desc)
+  local tasks = count(job_desc, "num_tasks")
+  if tasks then return tasks end
+  local per = count(job_desc, "ntasks_per_node")
+  if per then return math.max(count(job_desc, "min_nodes") or 1, 1) * per end
+  return nil
 end
 
 --- The node count a job asks for: min_nodes, or, without it, enough nodes of
 -- the larger site's size for its tasks.
 function M.node_count(job_desc, cfg)
-  local n = job_desc.min_nodes
-  if set(n) and n > 0 then return n end
-  local tasks = job_desc.num_tasks
-  if set(tasks) and tasks > 0 then
-    local per = job_desc.ntasks_per_node
-    if set(per) and per > 0 then return math.ceil(tasks / per) end
+  local n = count(job_desc, "min_nodes")
+  if n then return n end
+  local tasks = count(job_desc, "num_tasks")
+  if tasks then
+    local per = count(job_desc, "ntasks_per_node")
+    if per then return math.ceil(tasks / per) end
     local cores = math.max(cfg.sites[1].cores, cfg.sites[2].cores)
-    local cpt = job_desc.cpus_per_task
-    if set(cpt) and cpt > 0 then tasks = tasks * cpt end
+    local cpt = count(job_desc, "cpus_per_task")
+    if cpt then tasks = tasks * cpt end
     return math.ceil(tasks / cores)
   end
   return 1
 end
 
 --- The most nodes a job can get: max_nodes (the top of `-N1-8`, or `-N`
--- itself: sbatch sends `-N2` as 2-2), else, for a task count, one node a
--- task: without max_nodes Slurm may spread the tasks whatever min_nodes
+-- itself: sbatch sends `-N2` as 2-2); else as many as it may have tasks
+-- (one a node: without max_nodes Slurm may spread them whatever min_nodes
 -- says, and with `-n` it takes `--ntasks-per-node` as the most tasks a
--- node, not the fewest (`-n2 --ntasks-per-node=2 --spread-job` runs on two
+-- node, not the fewest: `-n2 --ntasks-per-node=2 --spread-job` runs on two
+-- nodes), CPUs without a task count (min_cpus over --cpus-per-task), or
+-- units of a GRES asked for the whole job (`--gpus=8` may take eight
 -- nodes).  Never fewer than `node_count`.
 function M.most_nodes(job_desc, cfg)
   local n = M.node_count(job_desc, cfg)
-  local most = job_desc.max_nodes
-  if set(most) and most > 0 then return math.max(n, most) end
-  local tasks = job_desc.num_tasks
-  if set(tasks) and tasks > 0 then return math.max(n, tasks) end
-  return n
+  local top = count(job_desc, "max_nodes")
+  if top then return math.max(n, top) end
+  local most = n
+  local tasks = M.tasks(job_desc)
+  if tasks then
+    most = math.max(most, tasks)
+  else
+    local cpus = count(job_desc, "min_cpus")
+    if cpus then most = math.max(most, math.ceil(cpus / (count(job_desc, "cpus_per_task") or 1))) end
+  end
+  return math.max(most, M.gres_units(job_desc.tres_per_job) or 0)
 end
 
 local function read_small(path, cap)
@@ -326,7 +390,7 @@ local function decide(job_desc, slurm, flags, extra)
     return M.ESLURM_INVALID_FEATURE
   end
   apply(job_desc, d)
-  return slurm.SUCCESS
+  return slurm.SUCCESS, d
 end
 
 -- job_submit's work, under its pcall (no closure a job).
@@ -367,7 +431,8 @@ end
 
 -- The fields of a job description whose change can move a pending job, and
 -- those of them that name where it runs.
-local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "min_cpus" }
+local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_per_task", "min_cpus",
+  "ntasks_per_tres", "tres_per_job", "tres_per_node", "tres_per_task", "tres_per_socket" }
 local PLACE = { "features", "prefer", "req_nodes", "exc_nodes", "partition", "licenses" }
 
 --- What job_modify sets a pending job's licenses to for "none": Lua's ""
@@ -405,7 +470,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
   local ok, rc = pcall(function()
     local shape, place = false, false
     for _, k in ipairs(SHAPE) do
-      if set(job_desc[k]) then shape = true end
+      if given(k, job_desc[k]) then shape = true end
     end
     for _, k in ipairs(PLACE) do
       if job_desc[k] ~= nil then place = true end
@@ -426,22 +491,31 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     local view = setmetatable({
       admin_comment = job_desc.admin_comment or job_rec.admin_comment,
     }, { __index = function(_, k)
-      local v = job_desc[k]
-      if set(v) then return v end
       if k == "max_nodes" then
         -- the job record has no task count: the most nodes decided at
-        -- submission (the record's n) stays a floor.  A job without a top
-        -- to its node count can get as many nodes as it has tasks or CPUs
-        -- (one at least on each node), as changed now or as it had them.
+        -- submission (the record's n) stays a floor.  Without a top to its
+        -- node count (none given, or `NumNodes=1-0`: no limit) a job can
+        -- get as many nodes as it has tasks, CPUs (one at least a node) or
+        -- units of a GRES for the whole job, as changed now or as it had
+        -- them.
         local most = prev and tonumber(prev.n) or 0
-        local top = job_rec.max_nodes
-        if set(top) and top > 0 then return math.max(most, top) end
-        local counts = { job_desc.num_tasks, job_desc.min_cpus, job_rec.min_cpus }
-        for i = 1, 3 do
-          if set(counts[i]) and counts[i] > most then most = counts[i] end
+        local top = job_desc.max_nodes
+        if set(top) then
+          -- a new top bounds the job whatever its tasks
+          if top > 0 then return top end
+        else
+          top = job_rec.max_nodes
+          if set(top) and top > 0 then return math.max(most, top) end
+        end
+        local counts = { M.tasks(job_desc), count(job_desc, "min_cpus"), count(job_rec, "min_cpus"),
+          M.gres_units(job_desc.tres_per_job or job_rec.tres_per_job) }
+        for i = 1, 4 do
+          if counts[i] and counts[i] > most then most = counts[i] end
         end
         return most
       end
+      local v = job_desc[k]
+      if given(k, v) then return v end
       return job_rec[k]
     end })
     local user = job_desc.features
@@ -463,7 +537,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- the whole heterogeneous job stays where it was placed
       extra.het = { offset = offset, site = prev.het or "?" }
     end
-    local rc = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
+    local rc, d = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
     if rc == slurm.SUCCESS then
       -- Slurm lets only root and SlurmUser change admin_comment, even from
       -- job_submit: a change by the job's owner keeps the submission's
@@ -487,6 +561,15 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- user's own again.
       if rawget(view, "prefer") == nil and job_desc.prefer == nil and prev and prev.prefer then
         job_desc.prefer = prev.prefer
+      end
+      -- A --prefer xsite does not know (the job record has none: one an
+      -- earlier update set, or one from before the record kept it): a job
+      -- kept at one site gets its constraint as its preference too, since
+      -- Slurm would schedule it with the unknown one instead where it can.
+      if d and d.mode == "enforce" and (d.action == "pin" or d.action == "site") and job_desc.prefer == nil
+          and not (prev and prev.prefer) then
+        local pin = job_desc.features or job_rec.features
+        if pin and pin ~= "" then job_desc.prefer = pin end
       end
       -- Likewise the link's share the job held and now must not: its own
       -- licenses without it (none: M.NO_LICENSES).

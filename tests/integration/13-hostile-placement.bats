@@ -292,6 +292,20 @@ sites_printed() {
 	one_site "$JOB"
 	run --separate-stderr as srun -t 1 -n2 --ntasks-per-node=2 --spread-job -x alpha2,beta2 hostname
 	[[ -n $output && $(sites_printed <<<"$output") != *+* ]]
+	# the same without -n: slurmctld makes it two tasks after job_submit
+	try -N1-0 --ntasks-per-node=2 --spread-job -x alpha2,beta2 --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; fi
+	# a top of 65534 nodes (NO_VAL16, but a count in a 32-bit field)
+	try -N1-65534 --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	# NumNodes=1-0 (no top) of a pending job that spreads its tasks
+	try -H -n2 --spread-job -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" NumNodes=1-0 || true
+	as scontrol release "$JOB"
+	not_both "$JOB"
+	on_head scancel "$JOB"
 	# a one-node job whose tasks and CPUs grow while it waits: decided
 	# again on four nodes (here refused: no site has four)
 	local change c steps

@@ -28,12 +28,13 @@ licenses() {
 	on_head scontrol show job "$1" | tr ' ' '\n' | sed -n 's/^Licenses=//p'
 }
 
-# wait_total N: until slurmctld has the license with Total=N (slurmdbd
-# pushes a change of the resource), 30 s at most
-wait_total() {
+# wait_license WORD: until slurmctld shows the license with WORD (e.g.
+# Total=50: slurmdbd pushes a change of the resource; Used=0: a cancelled
+# job has let go of its share), 30 s at most
+wait_license() {
 	local i
 	for ((i = 0; i < 300; i++)); do
-		on_head scontrol show license "$LIC" 2>/dev/null | grep -q "Total=$1 " && return 0
+		on_head scontrol show license "$LIC" 2>/dev/null | grep -q "$1 " && return 0
 		sleep 0.1
 	done
 	on_head scontrol show license "$LIC" >&2 || true
@@ -82,10 +83,13 @@ setup() {
 teardown() {
 	[[ -n ${XT_SKIP:-} ]] && return 0
 	on_head scancel -u "$U" 2>/dev/null || true
+	# a cancelled job holds its share until it has ended (on a loaded
+	# machine, after the next test has started its own)
+	wait_license Used=0
 }
 
 @test "a license slurmdbd keeps: slurmctld has it, xsite check takes it, a spanning job holds its share" {
-	wait_total 100
+	wait_license Total=100
 	run -0 "$XT_XSITE" check "$XT_STATE/etc/xsite.conf"
 	local a
 	a=$(span_job)
@@ -97,14 +101,14 @@ teardown() {
 
 @test "sacctmgr changes the count at run time: held licenses stay, Slurm holds the next spanning jobs to the new count" {
 	local a b
-	wait_total 100
+	wait_license Total=100
 	a=$(span_job)
 	assert_equal "$(licenses "$a")" "$LIC:39"
 	wait_state "$a" RUNNING
 	# the admin gives the link half its units (half the link reserved);
 	# the cluster keeps 100 % of the resource
 	resource modify resource name=xsite_link server=slurmdbd set count=50
-	wait_total 50
+	wait_license Total=50
 	run -0 on_head scontrol show license "$LIC"
 	assert_output --regexp 'Total=50 Used=39 '
 	assert_equal "$(licenses "$a")" "$LIC:39"

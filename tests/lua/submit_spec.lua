@@ -356,6 +356,66 @@ describe("xsite.submit", function()
     assert.is_nil(c.features)
   end)
 
+  it("counts the nodes a job may get from 32-bit counts of 65534, tasks a node, CPUs and GPUs", function()
+    local cfg = h.config(CONF)
+    -- 0xfffe is NO_VAL16, a count like any other in a 32-bit field
+    assert.are.equal(65534, submit.most_nodes({ min_nodes = 1, max_nodes = 65534 }, cfg))
+    assert.are.equal(65534, submit.most_nodes({ min_nodes = submit.NO_VAL, num_tasks = 65534 }, cfg))
+    assert.are.equal(1, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL,
+      ntasks_per_node = submit.NO_VAL16, cpus_per_task = submit.NO_VAL16 }, cfg))
+    -- --ntasks-per-node without -n: slurmctld makes it that many tasks on
+    -- each of the fewest nodes after job_submit; --spread-job spreads them
+    assert.are.equal(2, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL, ntasks_per_node = 2 }, cfg))
+    assert.are.equal(6, submit.most_nodes({ min_nodes = 3, max_nodes = 0, ntasks_per_node = 2 }, cfg))
+    -- CPUs without tasks: over --cpus-per-task
+    assert.are.equal(4, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL, min_cpus = 4 }, cfg))
+    assert.are.equal(1, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL, min_cpus = 4,
+      cpus_per_task = 4 }, cfg))
+    -- GPUs for the whole job
+    assert.are.equal(8, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL,
+      tres_per_job = "gres/gpu:8" }, cfg))
+    assert.are.equal(10, submit.gres_units("gres/gpu:8,gres/gpu:a100:2"))
+    assert.are.equal(2, submit.gres_units("gpu,gres/shard"))
+    assert.are.equal(math.huge, submit.gres_units("gres/gpu:2k"))
+    assert.are.equal(math.huge, submit.gres_units(string.rep("gpu:1,", 200)))
+    assert.is_nil(submit.gres_units(nil))
+    -- none of them is a one-node job any more
+    setup_conf(CONF)
+    for _, shape in ipairs({ { min_nodes = 1, max_nodes = 65534 }, { min_nodes = 1, ntasks_per_node = 2 },
+        { min_nodes = 1, min_cpus = 4 }, { min_nodes = 1, tres_per_job = "gres/gpu:8" } }) do
+      local j = job(shape)
+      submit.job_submit(j, fake_slurm())
+      assert.is_nil(tostring(j.admin_comment):match("why=one%-node"), tostring(j.admin_comment))
+    end
+  end)
+
+  it("decides a pending job again on NumNodes=1-0, a 65534 count or TresPerJob=, and pins a --prefer it cannot see",
+    function()
+    setup_conf(CONF)
+    local NO = { max_nodes = 0, min_cpus = 1 }
+    -- -n4 (pinned, up to four nodes), then NumNodes=1-0 (no limit): still pinned
+    local rc, c = modify({ min_nodes = 1, num_tasks = 4 }, { min_nodes = 1, max_nodes = 0 }, 1001, NO)
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    -- a one-node job given NumTasks=65534 or TresPerJob=gres/gpu:4
+    for _, change in ipairs({ { num_tasks = 65534 }, { tres_per_job = "gres/gpu:4" } }) do
+      local s
+      rc, c, s = modify({ min_nodes = 1, num_tasks = 1 }, change, 1001, NO)
+      assert.is_nil(s.info[#s.info]:match("why=one%-node"), s.info[#s.info])
+      if rc == 0 then assert.are.equal("[site_a|site_b]", c.features) end
+    end
+    -- a preference set by an earlier update (the record has none): the pin
+    -- goes into it as well
+    rc, c = modify({ min_nodes = 2 }, { min_nodes = 2, max_nodes = 2 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.prefer)
+    -- under Mode=advise nothing is set
+    setup_conf(CONF .. "Mode=advise\n")
+    rc, c = modify({ min_nodes = 2 }, { min_nodes = 2, max_nodes = 2 })
+    assert.are.equal(0, rc)
+    assert.is_nil(c.prefer)
+  end)
+
   it("pins --prefer as it pins --constraint: Slurm schedules with it instead where it can", function()
     setup_conf(CONF)
     local s = fake_slurm()
