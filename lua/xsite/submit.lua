@@ -390,7 +390,7 @@ local function decide(job_desc, slurm, flags, extra)
     return M.ESLURM_INVALID_FEATURE
   end
   apply(job_desc, d)
-  return slurm.SUCCESS, d
+  return slurm.SUCCESS
 end
 
 -- job_submit's work, under its pcall (no closure a job).
@@ -537,7 +537,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- the whole heterogeneous job stays where it was placed
       extra.het = { offset = offset, site = prev.het or "?" }
     end
-    local rc, d = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
+    local rc = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
     if rc == slurm.SUCCESS then
       -- Slurm lets only root and SlurmUser change admin_comment, even from
       -- job_submit: a change by the job's owner keeps the submission's
@@ -561,15 +561,6 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
       -- user's own again.
       if rawget(view, "prefer") == nil and job_desc.prefer == nil and prev and prev.prefer then
         job_desc.prefer = prev.prefer
-      end
-      -- A --prefer xsite does not know (the job record has none: one an
-      -- earlier update set, or one from before the record kept it): a job
-      -- kept at one site gets its constraint as its preference too, since
-      -- Slurm would schedule it with the unknown one instead where it can.
-      if d and d.mode == "enforce" and (d.action == "pin" or d.action == "site") and job_desc.prefer == nil
-          and not (prev and prev.prefer) then
-        local pin = job_desc.features or job_rec.features
-        if pin and pin ~= "" then job_desc.prefer = pin end
       end
       -- Likewise the link's share the job held and now must not: its own
       -- licenses without it (none: M.NO_LICENSES).

@@ -389,8 +389,7 @@ describe("xsite.submit", function()
     end
   end)
 
-  it("decides a pending job again on NumNodes=1-0, a 65534 count or TresPerJob=, and pins a --prefer it cannot see",
-    function()
+  it("decides a pending job again on NumNodes=1-0, a 65534 count or TresPerJob=", function()
     setup_conf(CONF)
     local NO = { max_nodes = 0, min_cpus = 1 }
     -- -n4 (pinned, up to four nodes), then NumNodes=1-0 (no limit): still pinned
@@ -404,16 +403,6 @@ describe("xsite.submit", function()
       assert.is_nil(s.info[#s.info]:match("why=one%-node"), s.info[#s.info])
       if rc == 0 then assert.are.equal("[site_a|site_b]", c.features) end
     end
-    -- a preference set by an earlier update (the record has none): the pin
-    -- goes into it as well
-    rc, c = modify({ min_nodes = 2 }, { min_nodes = 2, max_nodes = 2 })
-    assert.are.equal(0, rc)
-    assert.are.equal("[site_a|site_b]", c.prefer)
-    -- under Mode=advise nothing is set
-    setup_conf(CONF .. "Mode=advise\n")
-    rc, c = modify({ min_nodes = 2 }, { min_nodes = 2, max_nodes = 2 })
-    assert.are.equal(0, rc)
-    assert.is_nil(c.prefer)
   end)
 
   it("pins --prefer as it pins --constraint: Slurm schedules with it instead where it can", function()
