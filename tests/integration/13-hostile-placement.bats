@@ -7,10 +7,10 @@
 # inside an OR, node ranges, --nodelist at both sites (link up and down),
 # scontrol update of a pending job, heterogeneous jobs, --prefer, task
 # counts that Slurm may spread, huge node lists and a flood of distinct
-# profiles.  Every test judges by where the job actually
-# ran (its NodeList, the nodes' site features) or by the refusal sbatch
-# printed, never by xsite's record.  The last test is a generator of random
-# submissions and updates mixing all of these.
+# profiles.  Every test judges by where the job actually ran (its NodeList,
+# the nodes' site features) or by the refusal sbatch printed, never by
+# xsite's record.  The last test is a generator of random submissions and
+# updates mixing all of these.
 #
 # The file's configuration: the testbed's, with OversizeAction=reject and
 # MaxSlowdown=1.0, so that no job of this user may span whatever its shape;
