@@ -367,26 +367,30 @@ function M.decide(req)
     return not het and a.one_site and #within(a.sites, allowed) == #a.sites
   end
 
+  -- Add the site constraint `add` for `allowed` to the user's own `own`
+  -- (`a` its analysis, `flag` its option) as d[field], unless it keeps the
+  -- job at one of them already.
+  -- @return nil, or why it cannot take it (the refusal's text)
+  local function pin_into(field, own, a, flag, allowed, add, text)
+    if kept_within(a, allowed) then return nil end
+    local merged, why_not = constraint.combine(own, a, add)
+    if not merged then
+      return string.format("%s %s: %s; xsite must keep this job at %s (%s)", flag, quote(own), why_not,
+        #allowed == 1 and "site " .. allowed[1].name or "one site", text)
+    end
+    d[field] = merged
+    return nil
+  end
+
   -- Keep the job at the sites of `allowed` (one of them), adding to the
-  -- user's constraint; a constraint that cannot take it is refused.
+  -- user's constraint and --prefer; one that cannot take it is refused.
   local function keep_at(allowed, action, why, text)
     d.sites = site_names(allowed)
     if het then d.het = allowed[1].name end
     local add = pin_constraint(het and { allowed[1] } or allowed)
-    -- the user's --constraint and --prefer, each unless it keeps the job
-    -- at one of them already
-    for _, c in ipairs({ { "features", user, ua, "--constraint" }, { "prefer", prefer, pa, "--prefer" } }) do
-      local field, own, a, flag = c[1], c[2], c[3], c[4]
-      if a and not kept_within(a, allowed) then
-        local merged, why_not = constraint.combine(own, a, add)
-        if not merged then
-          return finish("reject", "constraint", string.format(
-            "%s %s: %s; xsite must keep this job at %s (%s)", flag, quote(own), why_not,
-            #allowed == 1 and "site " .. allowed[1].name or "one site", text))
-        end
-        d[field] = merged
-      end
-    end
+    local refusal = pin_into("features", user, ua, "--constraint", allowed, add, text) or
+      (pa and pin_into("prefer", prefer, pa, "--prefer", allowed, add, text))
+    if refusal then return finish("reject", "constraint", refusal) end
     return finish(action, why, text)
   end
 
