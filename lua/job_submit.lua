@@ -21,12 +21,12 @@ else
     tostring(xsite))
 end
 
-function slurm_job_submit(job_desc, part_list, submit_uid) -- luacheck: ignore 212
+function slurm_job_submit(job_desc, part_list, submit_uid)
   if not ok then return slurm.SUCCESS end
-  return xsite.job_submit(job_desc, slurm, submit_uid)
+  return xsite.job_submit(job_desc, slurm, submit_uid, part_list)
 end
 
-function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) -- luacheck: ignore 212
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
   if not ok then return slurm.SUCCESS end
-  return xsite.job_modify(job_desc, job_rec, slurm, modify_uid)
+  return xsite.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
 end

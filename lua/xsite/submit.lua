@@ -115,29 +115,71 @@ end
 --- The tasks a job asks for: num_tasks, else, with --ntasks-per-node, that
 -- many on each of its fewest nodes (as slurmctld works it out after
 -- job_submit); nil when neither is given.
-function M.tasks(job_desc)
+-- @param nodes the job's fewest nodes (default: its min_nodes, or 1)
+function M.tasks(job_desc, nodes)
   local tasks = count(job_desc, "num_tasks")
   if tasks then return tasks end
   local per = count(job_desc, "ntasks_per_node")
-  if per then return math.max(count(job_desc, "min_nodes") or 1, 1) * per end
+  if per then return (nodes or count(job_desc, "min_nodes") or 1) * per end
   return nil
 end
 
---- The node count a job asks for: min_nodes, or, without it, enough nodes of
--- the larger site's size for its tasks.
-function M.node_count(job_desc, cfg)
-  local n = count(job_desc, "min_nodes")
-  if n then return n end
-  local tasks = count(job_desc, "num_tasks")
-  if tasks then
-    local per = count(job_desc, "ntasks_per_node")
-    if per then return math.ceil(tasks / per) end
-    local cores = math.max(cfg.sites[1].cores, cfg.sites[2].cores)
-    local cpt = count(job_desc, "cpus_per_task")
-    if cpt then tasks = tasks * cpt end
-    return math.ceil(tasks / cores)
+--- The most partition names xsite reads of a job's `--partition`; a job
+-- naming more is judged on the first ones.
+M.MAX_PARTITIONS = 64
+
+--- The fewest nodes a job's partitions may give it.  Slurm schedules a job
+-- in a partition on at least the partition's MinNodes (get_node_cnts), and
+-- in none whose MinNodes is above the job's top: the floor is the largest
+-- MinNodes of the partitions the job names (of the default partition when
+-- it names none) within its top.
+-- @param partition the job's --partition (comma-separated), or nil
+-- @param part_list job_submit/lua's partitions (name -> partition record)
+-- @param top the job's most nodes, or nil for none
+-- @return the floor (above 1), or nil
+function M.partition_floor(partition, part_list, top)
+  if type(part_list) ~= "table" then return nil end
+  local floor = 1
+  local function take(p)
+    local v = type(p) == "table" and (tonumber(p.min_nodes_orig) or tonumber(p.min_nodes)) or nil
+    if v and v > floor and given(nil, v) and (not top or v <= top) then floor = v end
   end
-  return 1
+  if type(partition) == "string" and partition ~= "" then
+    local names = 0
+    for name in partition:gmatch("[^,]+") do
+      names = names + 1
+      if names > M.MAX_PARTITIONS then break end
+      take(rawget(part_list, name))
+    end
+  else
+    for _, p in pairs(part_list) do
+      if type(p) == "table" and tonumber(p.flag_default) == 1 then take(p) end
+    end
+  end
+  return floor > 1 and floor or nil
+end
+
+--- The node count a job asks for: min_nodes, or, without it, enough nodes of
+-- the larger site's size for its tasks; never below its partitions' floor
+-- (see partition_floor).
+function M.node_count(job_desc, cfg, floor)
+  local n = count(job_desc, "min_nodes")
+  if not n then
+    n = 1
+    local tasks = count(job_desc, "num_tasks")
+    if tasks then
+      local per = count(job_desc, "ntasks_per_node")
+      if per then
+        n = math.ceil(tasks / per)
+      else
+        local cores = math.max(cfg.sites[1].cores, cfg.sites[2].cores)
+        local cpt = count(job_desc, "cpus_per_task")
+        if cpt then tasks = tasks * cpt end
+        n = math.ceil(tasks / cores)
+      end
+    end
+  end
+  return math.max(n, floor or 1)
 end
 
 --- The most nodes a job can get: max_nodes (the top of `-N1-8`, or `-N`
@@ -147,13 +189,13 @@ end
 -- node, not the fewest: `-n2 --ntasks-per-node=2 --spread-job` runs on two
 -- nodes), CPUs without a task count (min_cpus over --cpus-per-task), or
 -- units of a GRES asked for the whole job (`--gpus=8` may take eight
--- nodes).  Never fewer than `node_count`.
-function M.most_nodes(job_desc, cfg)
-  local n = M.node_count(job_desc, cfg)
+-- nodes).  Never fewer than `node_count` (`floor` as there).
+function M.most_nodes(job_desc, cfg, floor)
+  local n = M.node_count(job_desc, cfg, floor)
   local top = count(job_desc, "max_nodes")
   if top then return math.max(n, top) end
   local most = n
-  local tasks = M.tasks(job_desc)
+  local tasks = M.tasks(job_desc, n)
   if tasks then
     most = math.max(most, tasks)
   else
@@ -352,8 +394,8 @@ local function decide(job_desc, slurm, flags, extra)
   local sc = M.slurm_conf()
   local d = policy.decide({
     cfg = cfg,
-    nodes = M.node_count(job_desc, cfg),
-    max_nodes = M.most_nodes(job_desc, cfg),
+    nodes = M.node_count(job_desc, cfg, extra.floor),
+    max_nodes = M.most_nodes(job_desc, cfg, extra.floor),
     affinity = flags.affinity,
     profile = flags.profile,
     features = extra.features,
@@ -394,9 +436,10 @@ local function decide(job_desc, slurm, flags, extra)
 end
 
 -- job_submit's work, under its pcall (no closure a job).
-local function submit_job(job_desc, slurm, submit_uid)
+local function submit_job(job_desc, slurm, submit_uid, part_list)
   local offset = job_desc.het_job_offset
   return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
+    floor = M.partition_floor(job_desc.partition, part_list, count(job_desc, "max_nodes")),
     features = job_desc.features,
     prefer = job_desc.prefer,
     req_nodes = job_desc.req_nodes,
@@ -411,10 +454,12 @@ end
 -- @param slurm Slurm's `slurm` table (log_user, log_info, log_error, SUCCESS, ERROR)
 -- @param submit_uid who submits (slurm_job_submit's third argument): root
 --   and SlurmUser may span with the link down
+-- @param part_list slurm_job_submit's second argument (the partitions'
+--   MinNodes); without it a job is judged on the node count it gives
 -- @return a Slurm return code
-function M.job_submit(job_desc, slurm, submit_uid)
+function M.job_submit(job_desc, slurm, submit_uid, part_list)
   if not state.conf then M.setup(config.locate()) end
-  local ok, rc = pcall(submit_job, job_desc, slurm, submit_uid)
+  local ok, rc = pcall(submit_job, job_desc, slurm, submit_uid, part_list)
   if not ok then
     slurm.log_error("xsite: internal error, job accepted unchanged: %s", tostring(rc))
     return slurm.SUCCESS
@@ -465,7 +510,8 @@ end
 -- root or SlurmUser is theirs to make: it is applied as given and the
 -- record says `override=UID`.  Never raises.
 -- @param modify_uid who asks (slurm_job_modify's fourth argument)
-function M.job_modify(job_desc, job_rec, slurm, modify_uid)
+-- @param part_list slurm_job_modify's third argument (see job_submit)
+function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
   if not state.conf then M.setup(config.locate()) end
   local ok, rc = pcall(function()
     local shape, place = false, false
@@ -488,26 +534,25 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
         tostring(job_rec.job_id), tostring(modify_uid))
       return slurm.SUCCESS
     end
+    -- The top of the job's node count: a new one bounds the job whatever
+    -- its tasks; `NumNodes=1-0` (0) means none.
+    local top, new_top = job_desc.max_nodes, true
+    if not set(top) then top, new_top = job_rec.max_nodes, false end
+    if not set(top) or top <= 0 then top = nil end
     local view = setmetatable({
       admin_comment = job_desc.admin_comment or job_rec.admin_comment,
     }, { __index = function(_, k)
       if k == "max_nodes" then
         -- the job record has no task count: the most nodes decided at
         -- submission (the record's n) stays a floor.  Without a top to its
-        -- node count (none given, or `NumNodes=1-0`: no limit) a job can
-        -- get as many nodes as it has tasks, CPUs (one at least a node) or
-        -- units of a GRES for the whole job, as changed now or as it had
-        -- them.
+        -- node count a job can get as many nodes as it has tasks, CPUs
+        -- (one at least a node) or units of a GRES for the whole job, as
+        -- changed now or as it had them.
         local most = prev and tonumber(prev.n) or 0
-        local top = job_desc.max_nodes
-        if set(top) then
-          -- a new top bounds the job whatever its tasks
-          if top > 0 then return top end
-        else
-          top = job_rec.max_nodes
-          if set(top) and top > 0 then return math.max(most, top) end
-        end
-        local counts = { M.tasks(job_desc), count(job_desc, "min_cpus"), count(job_rec, "min_cpus"),
+        if top then return new_top and top or math.max(most, top) end
+        local counts = { M.tasks(job_desc, count(job_desc, "min_nodes") or count(job_rec, "min_nodes")),
+          count(job_desc, "min_cpus"),
+          count(job_rec, "min_cpus"),
           M.gres_units(job_desc.tres_per_job or job_rec.tres_per_job) }
         for i = 1, 4 do
           if counts[i] and counts[i] > most then most = counts[i] end
@@ -530,7 +575,9 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
     -- the record
     local prefer = job_desc.prefer
     if prefer == nil and prev then prefer = prev.prefer end
-    local extra = { features = user, prefer = prefer, req_nodes = job_desc.req_nodes, licenses = own }
+    local extra = { features = user, prefer = prefer, req_nodes = job_desc.req_nodes, licenses = own,
+      floor = M.partition_floor(job_desc.partition ~= "" and job_desc.partition or job_rec.partition, part_list,
+        top) }
     if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
     local offset = job_rec.het_job_offset
     if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
@@ -557,10 +604,20 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid)
         local want = user ~= "" and user or (cfg and M.any_site(cfg))
         if want and want ~= job_rec.features then job_desc.features = want end
       end
-      -- Likewise a --prefer xsite pinned before and now need not: the
-      -- user's own again.
-      if rawget(view, "prefer") == nil and job_desc.prefer == nil and prev and prev.prefer then
-        job_desc.prefer = prev.prefer
+      -- Likewise the job's --prefer, which Slurm schedules with instead of
+      -- the constraint where it can: the user's own from the record, or,
+      -- when the record has none, the job's constraint as it now is.  The
+      -- job record has no --prefer in Lua, so a preference set since the
+      -- submission is unknown here: it may be one xsite pinned before (it
+      -- would keep a job that may now span waiting) or one the owner set
+      -- while the job could span (it would carry the job across the pin).
+      if rawget(view, "prefer") == nil and job_desc.prefer == nil then
+        local want = prev and prev.prefer
+        if not want then
+          want = job_desc.features or job_rec.features
+          if not want or want == "" then want = cfg and M.any_site(cfg) end
+        end
+        job_desc.prefer = want
       end
       -- Likewise the link's share the job held and now must not: its own
       -- licenses without it (none: M.NO_LICENSES).

@@ -124,8 +124,10 @@ setup_file() {
 	on_head scontrol update NodeName=beta1 AvailableFeatures=site_beta,ib,big ActiveFeatures=site_beta,ib,big
 	on_head scontrol update NodeName=alpha2 AvailableFeatures=site_alpha,ib ActiveFeatures=site_alpha,ib
 	on_head scontrol update NodeName=beta2 AvailableFeatures=site_beta,ib ActiveFeatures=site_beta,ib
-	# a second partition over every node, for Partition= updates
+	# a second partition over every node, for Partition= updates; a third
+	# that runs no job on fewer than two nodes
 	on_head scontrol create PartitionName=other Nodes=ALL
+	on_head scontrol create PartitionName=wide Nodes=ALL MinNodes=2
 }
 
 teardown_file() {
@@ -321,6 +323,34 @@ sites_printed() {
 		not_both "$JOB"
 		on_head scancel "$JOB"
 	done
+}
+
+@test "a partition's MinNodes counts: a job without a node count is not a one-node job there" {
+	# Slurm runs a job in a partition on its MinNodes at least; one node a
+	# site left, only both sites can hold two
+	try -p wide -x alpha2,beta2 --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; else [[ $TOLD == *"Requested node configuration is not available"* ]]; fi
+	try -p wide --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	# Partition=wide of a pending one-node job
+	try -H -p other -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" Partition=wide || true
+	as scontrol release "$JOB"
+	not_both "$JOB"
+	on_head scancel "$JOB"
+}
+
+@test "a preference set while the job could span is pinned when a later change pins the job" {
+	# the job record has no --prefer: xsite sets it to the job's constraint
+	try -H -N1 -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" 'Prefer=site_alpha|site_beta'
+	update JobId="$JOB" NumNodes=2-2
+	as scontrol release "$JOB"
+	not_both "$JOB"
+	on_head scancel "$JOB"
 }
 
 @test "9: a node list of a million names and a flood of profiles cost slurmctld nothing lasting" {

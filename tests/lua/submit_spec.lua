@@ -265,6 +265,67 @@ describe("xsite.submit", function()
     assert.matches("action=pin why=slowdown mode=enforce n=6 ", j.admin_comment)
   end)
 
+  it("raises the node count to the partitions' MinNodes, as Slurm schedules the job", function()
+    local parts = { batch = { min_nodes_orig = 0, flag_default = 1 }, wide = { min_nodes_orig = 2, flag_default = 0 },
+      huge = { min_nodes_orig = 5, flag_default = 0 } }
+    -- the default partition's when none is named; the largest of those named
+    assert.is_nil(submit.partition_floor(nil, parts))
+    assert.are.equal(2, submit.partition_floor("wide", parts))
+    assert.are.equal(5, submit.partition_floor("batch,wide,huge", parts))
+    -- not those above the job's top (Slurm does not run it there)
+    assert.are.equal(2, submit.partition_floor("batch,wide,huge", parts, 4))
+    assert.is_nil(submit.partition_floor("wide", parts, 1))
+    -- unknown names and records, no list (an older job_submit.lua)
+    assert.is_nil(submit.partition_floor("nope,,", parts))
+    assert.is_nil(submit.partition_floor("wide", nil))
+    assert.is_nil(submit.partition_floor("wide", { wide = "x" }))
+    parts.batch.min_nodes_orig = submit.NO_VAL
+    assert.is_nil(submit.partition_floor("", parts))
+    parts.batch.min_nodes_orig = 3
+    assert.are.equal(3, submit.partition_floor("", parts))
+    -- only the first MAX_PARTITIONS names are read
+    assert.are.equal(2, submit.partition_floor(("x,"):rep(submit.MAX_PARTITIONS - 1) .. "wide,huge", parts))
+    local cfg = h.config(CONF)
+    assert.are.equal(2, submit.node_count({ min_nodes = submit.NO_VAL }, cfg, 2))
+    assert.are.equal(3, submit.node_count({ min_nodes = 3 }, cfg, 2))
+    assert.are.equal(2, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL }, cfg, 2))
+    -- --ntasks-per-node without -n: on each of the raised count's nodes
+    assert.are.equal(6, submit.most_nodes({ min_nodes = submit.NO_VAL, ntasks_per_node = 2 }, cfg, 3))
+
+    -- a job with no node count in a partition of MinNodes=2: not a
+    -- one-node job, pinned
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local j = job({ partition = "wide" })
+    assert.are.equal(0, submit.job_submit(j, s, 1001, parts))
+    assert.are.equal("[site_a|site_b]", j.features)
+    assert.matches("action=pin why=slowdown mode=enforce n=2 ", j.admin_comment)
+    -- the same through the default partition
+    j = job({})
+    assert.are.equal(0, submit.job_submit(j, s, 1001, parts))
+    assert.matches("action=pin why=slowdown mode=enforce n=3 ", j.admin_comment)
+    -- -N1 (a top of 1) cannot be raised: a one-node job
+    j = job({ partition = "wide", min_nodes = 1, max_nodes = 1 })
+    assert.are.equal(0, submit.job_submit(j, s, 1001, parts))
+    assert.matches("action=none why=one%-node", j.admin_comment)
+    -- Partition=wide of a pending one-node job without a top
+    j = job({ partition = "batch", min_nodes = 1 })
+    parts.batch.min_nodes_orig = 0
+    assert.are.equal(0, submit.job_submit(j, s, 1001, parts))
+    assert.matches("action=none why=one%-node", j.admin_comment)
+    local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
+      min_nodes = 1, max_nodes = 0, job_state = submit.JOB_PENDING, user_id = 1001, partition = "batch" }
+    local change = { partition = "wide" }
+    assert.are.equal(0, submit.job_modify(change, rec, s, 1001, parts))
+    assert.are.equal("[site_a|site_b]", change.features)
+    assert.are.equal("[site_a|site_b]", change.prefer)
+    -- and a change of something else of a job in it
+    rec.partition = "wide"
+    change = { features = "ib" }
+    assert.are.equal(0, submit.job_modify(change, rec, s, 1001, parts))
+    assert.are.equal("ib&[site_a|site_b]", change.features)
+  end)
+
   it("keeps every component of a heterogeneous job at the site of the first", function()
     setup_conf(CONF)
     local s = fake_slurm()
@@ -459,6 +520,35 @@ describe("xsite.submit", function()
     rc, c = modify({ min_nodes = 2, prefer = "ib" }, { min_nodes = 1, max_nodes = 1 })
     assert.are.equal(0, rc)
     assert.are.equal("ib", c.prefer)
+    -- a preference the record does not know (one set by a Prefer= xsite
+    -- let pass while the job could span; the job record has none): the
+    -- job's constraint, pinned or not
+    rc, c = modify({ min_nodes = 1 }, { min_nodes = 2, max_nodes = 2 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    assert.are.equal("[site_a|site_b]", c.prefer)
+    rc, c = modify({ min_nodes = 2, features = "ib" }, { features = "fast" })
+    assert.are.equal(0, rc)
+    assert.are.equal("fast&[site_a|site_b]", c.prefer)
+    rc, c = modify({ min_nodes = 2, features = "site_b" }, { min_nodes = 3 })
+    assert.are.equal(0, rc)
+    assert.is_nil(c.features)
+    assert.are.equal("site_b", c.prefer)
+    -- four nodes fit no site: the job may span, and a pin in its preference
+    -- would keep it waiting
+    rc, c = modify({ min_nodes = 2 }, { min_nodes = 4, max_nodes = 4 }, 1001, { features = "[site_a|site_b]" })
+    assert.are.equal(0, rc)
+    assert.are.equal("site_a|site_b", c.features)
+    assert.are.equal("site_a|site_b", c.prefer)
+  end)
+
+  it("counts --ntasks-per-node of a change on the job's own nodes", function()
+    setup_conf(CONF)
+    -- -N2-0 (no top): TasksPerNode=2 makes four tasks, up to four nodes
+    local rc, c, s = modify({ min_nodes = 2, max_nodes = 0 }, { ntasks_per_node = 2 }, 1001, { max_nodes = 0 })
+    assert.are.equal(0, rc)
+    assert.matches(" n=4 ", s.info[#s.info])
+    assert.is_nil(c.min_nodes)
   end)
 
   it("keeps the pin through every scontrol update of a pending job", function()
