@@ -6,7 +6,7 @@
 --     xsite v=1 action=A why=W mode=M n=N [sites=S profile=P split=a+b
 --       t_one=s t_span=s slowdown=r max=r link=state,B/s,s,config|measured]
 --       [nmin=N] [het=SITE|span] [wsites=a+b] [override=UID] [wait4switch=s]
---       [lic=N] [constraint=F] [prefer=F]
+--       [lic=N] [constraint=F] [prefer=F] [recheck=STATE] [hold=WHO]
 --
 -- The words after `sites=` are there when the decision has a prediction.
 -- `constraint` and `prefer` are the user's own `--constraint` and
@@ -82,14 +82,25 @@ end
 -- and keeping anything else the admin wrote there.
 function M.put(admin_comment, record)
   if not admin_comment or admin_comment == "" then return record end
-  local kept = admin_comment:gsub("%s*xsite v=%d+[^;]*", ""):gsub("^%s*;%s*", ""):gsub("%s*;%s*$", "")
+  local kept = admin_comment:gsub("%s*xsite v=%d+[^;]*;?", ""):gsub("^[%s;]+", ""):gsub("[%s;]+$", "")
   if kept == "" then return record end
   return kept .. "; " .. record
 end
 
---- A record with its `override=` word set to uid (an earlier one replaced).
-function M.with_override(text, uid)
-  return text:gsub("%s+override=%S+", "") .. " override=" .. uid
+--- A record with its word `key` set to `value` (an earlier one replaced;
+-- a nil value removes it).
+function M.with(text, key, value)
+  text = text:gsub("%s+" .. key .. "=%S+", "")
+  if value == nil then return text end
+  return text .. " " .. key .. "=" .. value
+end
+
+--- The record in an admin_comment with its word `key` set to `value` (see
+-- `with`), the rest of the admin_comment kept.
+function M.put_word(admin_comment, key, value)
+  local rec = M.find(admin_comment)
+  if not rec then return admin_comment end
+  return M.put(admin_comment, M.with(rec, key, value))
 end
 
 return M

@@ -428,11 +428,11 @@ local function decide(job_desc, slurm, flags, extra)
   slurm.log_info("xsite: job of uid %s: %s", tostring(job_desc.user_id), d.record)
   if d.why ~= "off" then slurm.log_user("%s", d.message) end
   if d.action == "reject" then
-    if d.why == "oversize" then return M.ESLURM_INVALID_NODE_COUNT end
-    return M.ESLURM_INVALID_FEATURE
+    if d.why == "oversize" then return M.ESLURM_INVALID_NODE_COUNT, d end
+    return M.ESLURM_INVALID_FEATURE, d
   end
   apply(job_desc, d)
-  return slurm.SUCCESS
+  return slurm.SUCCESS, d
 end
 
 -- job_submit's work, under its pcall (no closure a job).
@@ -502,6 +502,30 @@ function M.privileged(uid)
   return uid == 0 or (uid ~= nil and uid == state.slurm_user)
 end
 
+--- What root or SlurmUser sets a pending job's AdminComment to for a new
+-- decision on the job as it is (`xsite load` does when the link's state
+-- changes): "xsite recheck", then "held=user" or "held=admin" when the job
+-- is held already.
+M.RECHECK = "xsite recheck"
+
+--- The request in an AdminComment being set (see RECHECK), or nil.
+-- @return { held = "user"|"admin"|nil }
+function M.recheck_request(text)
+  if type(text) ~= "string" or text:sub(1, #M.RECHECK) ~= M.RECHECK then return nil end
+  local rest = text:sub(#M.RECHECK + 1)
+  if rest == "" then return {} end
+  local held = rest:match("^ held=(%a+)$")
+  if held == "user" or held == "admin" then return { held = held } end
+  return nil
+end
+
+-- The link's state the policy uses now ("up", "degraded", "down").
+local function link_state(slurm)
+  local cfg = state.conf.get()
+  local st = cfg and state_file(cfg, slurm, "link")
+  return st and st.state or "up"
+end
+
 --- slurm_job_modify: decide again whenever a pending job's shape or
 -- placement changes (node counts, tasks, CPUs, Features, Prefer,
 -- ReqNodeList, ExcNodeList, Partition), from the user's own constraint and
@@ -521,14 +545,23 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     for _, k in ipairs(PLACE) do
       if job_desc[k] ~= nil then place = true end
     end
-    if not shape and not place then return slurm.SUCCESS end
+    local recheck = M.privileged(modify_uid) and M.recheck_request(job_desc.admin_comment)
+    if recheck then
+      if shape or place then
+        slurm.log_user("xsite: AdminComment=%s takes no other change of the job", M.RECHECK)
+        return slurm.ERROR
+      end
+      recheck.link = link_state(slurm)
+    elseif not shape and not place then
+      return slurm.SUCCESS
+    end
     -- a running job cannot move (Slurm refuses new features or nodes for it)
     if set(job_rec.job_state) and job_rec.job_state % 256 ~= M.JOB_PENDING then return slurm.SUCCESS end
     local prev = record.parse(job_rec.admin_comment)
     if place and M.privileged(modify_uid) then
       if prev then
         job_desc.admin_comment = record.put(job_rec.admin_comment,
-          record.with_override(record.find(job_rec.admin_comment), modify_uid))
+          record.with(record.find(job_rec.admin_comment), "override", modify_uid))
       end
       slurm.log_info("xsite: job %s: placement changed by uid %s, kept as given (override)",
         tostring(job_rec.job_id), tostring(modify_uid))
@@ -540,7 +573,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     if not set(top) then top, new_top = job_rec.max_nodes, false end
     if not set(top) or top <= 0 then top = nil end
     local view = setmetatable({
-      admin_comment = job_desc.admin_comment or job_rec.admin_comment,
+      admin_comment = not recheck and job_desc.admin_comment or job_rec.admin_comment,
     }, { __index = function(_, k)
       if k == "max_nodes" then
         -- the job record has no task count: the most nodes decided at
@@ -584,7 +617,18 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- the whole heterogeneous job stays where it was placed
       extra.het = { offset = offset, site = prev.het or "?" }
     end
-    local rc = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
+    local rc, d = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
+    if recheck and d and d.action == "reject" then
+      -- refused now (the link went down under a job that may span): held
+      -- until a later check allows it, by xsite, or kept in its owner's or
+      -- an administrator's hold, which becomes an administrator's so that
+      -- its owner cannot release it meanwhile
+      job_desc.priority = 0
+      job_desc.admin_comment = record.put_word(record.put_word(record.put(job_rec.admin_comment, d.record),
+        "hold", prev and prev.hold or recheck.held or "xsite"), "recheck", recheck.link)
+      slurm.log_info("xsite: job %s held: %s", tostring(job_rec.job_id), d.message)
+      return slurm.SUCCESS
+    end
     if rc == slurm.SUCCESS then
       -- Slurm lets only root and SlurmUser change admin_comment, even from
       -- job_submit: a change by the job's owner keeps the submission's
@@ -628,6 +672,14 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- Likewise the switch count xsite asked topology/tree for: 0 is none.
       if prev and prev.wait4switch and rawget(view, "req_switch") == nil then
         job_desc.req_switch = 0
+      end
+      if recheck then
+        -- a job xsite held is released; one its owner held before goes
+        -- back to its owner's hold (`xsite load` does that: a job_submit
+        -- plugin cannot), an administrator's hold stays
+        if prev and prev.hold == "xsite" then job_desc.priority = M.INFINITE end
+        job_desc.admin_comment = record.put_word(record.put_word(job_desc.admin_comment, "hold", nil),
+          "recheck", recheck.link)
       end
     end
     return rc

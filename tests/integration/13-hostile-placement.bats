@@ -353,6 +353,54 @@ sites_printed() {
 	on_head scancel "$JOB"
 }
 
+# record_of ID: the job's xsite record (its AdminComment)
+record_of() {
+	on_head squeue -h -j "$1" -O admin_comment:0 2>/dev/null
+}
+
+# until_record ID REGEX: wait (up to 30 s; xsite load runs every 5 s) until
+# the job's record matches
+until_record() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		[[ $(record_of "$1") =~ $2 ]] && return 0
+		sleep 0.1
+	done
+	printf 'job %s: record "%s", not /%s/\n' "$1" "$(record_of "$1")" "$2" >&2
+	return 1
+}
+
+@test "a job allowed to span and still pending when the link goes down does not span; back up, it may" {
+	local i fits big
+	# two jobs allowed to span while the link is up, held by their owner:
+	# one a site can hold, one only both sites can
+	try -H -N2 --site-affinity=span --wrap true
+	fits=$JOB
+	try -H -N4 --site-affinity=span --wrap true
+	big=$JOB
+	[[ -n $fits && -n $big ]]
+	printf 'State=down\n' >"$XT_STATE/run/link.state"
+	# xsite load (root, every 5 s here) has them decided again
+	until_record "$fits" ' action=pin why=link-down .*recheck=down'
+	until_record "$big" ' action=reject why=link-down .*hold=user recheck=down'
+	# the owner's release: the first runs at one site; the second is in an
+	# administrator's hold now, which its owner cannot release
+	as scontrol release "$fits"
+	[[ $(ran_at "$fits") == alpha || $(ran_at "$fits") == beta ]]
+	run ! as scontrol release "$big"
+	[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldAdmin ]]
+	# the link back: the second goes back to its owner's hold, and spans
+	rm -f "$XT_STATE/run/link.state"
+	until_record "$big" ' action=span why=user-span .*recheck=up'
+	run ! grep -q 'hold=' <<<"$(record_of "$big")"
+	for ((i = 0; i < 50; i++)); do
+		[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldUser ]] && break
+		sleep 0.1
+	done
+	as scontrol release "$big"
+	[[ $(ran_at "$big") == alpha+beta ]]
+}
+
 @test "9: a node list of a million names and a flood of profiles cost slurmctld nothing lasting" {
 	local pid before after i
 	# sbatch refuses such a list itself; scontrol update sends it as it is

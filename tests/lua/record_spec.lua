@@ -47,8 +47,12 @@ describe("xsite.record", function()
     assert.are.equal("xsite v=1 a=2", record.put("xsite v=1 a=1", "xsite v=1 a=2"))
   end)
 
-  it("sets the override word once", function()
+  it("sets a word once, or takes it out", function()
     assert.are.equal("xsite v=1 action=pin override=0",
-      record.with_override(record.find("x; xsite v=1 action=pin override=1000; y"), 0))
+      record.with(record.find("x; xsite v=1 action=pin override=1000; y"), "override", 0))
+    assert.are.equal("xsite v=1 action=pin", record.with("xsite v=1 hold=xsite action=pin", "hold", nil))
+    assert.are.equal("x; y; xsite v=1 action=pin recheck=down",
+      record.put_word("x; xsite v=1 action=pin recheck=up; y", "recheck", "down"))
+    assert.are.equal("no record", record.put_word("no record", "hold", "xsite"))
   end)
 end)

@@ -183,6 +183,72 @@ describe("xsite.submit", function()
     end
   end)
 
+  it("decides a pending job again when root asks (xsite recheck): pinned or held with the link down", function()
+    setup_conf(CONF .. "LinkStateFile=" .. dir .. "/link.state\n")
+    write("link.state", "State=up Time=1000\n")
+    local s = fake_slurm()
+    local quiet = { [0] = "XSITE_COMM_PROFILE=quiet" }
+    -- two jobs accepted to span: one fits a site, one does not
+    local fits = job({ min_nodes = 2, spank_job_env = quiet, features = "ib" })
+    local big = job({ min_nodes = 5, max_nodes = 5, spank_job_env = quiet })
+    assert.are.equal(0, submit.job_submit(fits, s))
+    assert.are.equal(0, submit.job_submit(big, s))
+    assert.matches("action=span", fits.admin_comment)
+    local function rec(j, extra)
+      local r = { features = j.features, admin_comment = "admin text; " .. j.admin_comment,
+        spank_job_env = j.spank_job_env, min_nodes = j.min_nodes, max_nodes = j.max_nodes or 0,
+        job_state = submit.JOB_PENDING, user_id = 1001, job_id = 7 }
+      for k, v in pairs(extra or {}) do r[k] = v end
+      return r
+    end
+    write("link.state", "State=down Time=1010\n")
+    now = now + 10
+    -- the owner cannot ask: only root and SlurmUser
+    local change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, rec(fits), s, 1001))
+    assert.is_nil(change.features)
+    -- root: pinned, the record says so and that it was the link down
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, rec(fits), s, 0))
+    assert.are.equal("ib&[site_a|site_b]", change.features)
+    assert.matches("^admin text; xsite v=1 action=pin why=link%-down .*constraint=ib recheck=down$",
+      change.admin_comment)
+    assert.is_nil(change.priority)
+    -- one no site can hold: held by xsite (priority 0), not refused
+    change = { admin_comment = submit.RECHECK }
+    local big_rec = rec(big)
+    assert.are.equal(0, submit.job_modify(change, big_rec, s, 0))
+    assert.are.equal(0, change.priority)
+    assert.is_nil(change.features)
+    assert.matches("action=reject why=oversize .* hold=xsite recheck=down$", change.admin_comment)
+    -- held by its owner before: the hold becomes xsite's, and says whose it was
+    change = { admin_comment = submit.RECHECK .. " held=user" }
+    assert.are.equal(0, submit.job_modify(change, rec(big, { priority = 0 }), s, 0))
+    assert.are.equal(0, change.priority)
+    assert.matches(" hold=user recheck=down$", change.admin_comment)
+    -- the link back: released, the hold word gone
+    write("link.state", "State=up Time=1020\n")
+    now = now + 10
+    big_rec.admin_comment, big_rec.priority = change.admin_comment:gsub("hold=user", "hold=xsite"), 0
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, big_rec, s, 0))
+    assert.are.equal(submit.INFINITE, change.priority)
+    assert.matches("action=span why=within .* recheck=up$", change.admin_comment)
+    assert.is_nil(change.admin_comment:match("hold="))
+    -- a job in its owner's hold stays held (xsite load gives it back to its owner)
+    big_rec.admin_comment = big_rec.admin_comment:gsub("hold=xsite", "hold=user")
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, big_rec, s, 0))
+    assert.is_nil(change.priority)
+    -- a request with other changes, or a word it does not know, is no request
+    assert.are.equal(-1, submit.job_modify({ admin_comment = submit.RECHECK, min_nodes = 3 }, rec(fits), s, 0))
+    assert.matches("takes no other change", s.user[#s.user])
+    change = { admin_comment = submit.RECHECK .. " held=nobody" }
+    assert.are.equal(0, submit.job_modify(change, rec(fits), s, 0))
+    assert.are.equal(submit.RECHECK .. " held=nobody", change.admin_comment)
+    assert.is_nil(submit.recheck_request("xsite rechecked"))
+  end)
+
   it("never raises: an internal error accepts the job and logs it", function()
     setup_conf(CONF)
     local s = fake_slurm()

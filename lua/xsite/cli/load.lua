@@ -5,6 +5,8 @@ local common = require("xsite.cli.common")
 local fs = require("xsite.fs")
 local json = require("xsite.json")
 local load = require("xsite.load")
+local record = require("xsite.record")
+local recheck = require("xsite.recheck")
 local shell = require("xsite.shell")
 local states = require("xsite.state")
 local units = require("xsite.units")
@@ -25,6 +27,13 @@ where the policy reads it: a job that could span while the link's licenses
 are all held is pinned when one site is predicted to finish it sooner.  A
 timer runs `xsite load --write` every few seconds (xsite-load.timer); the
 policy leaves out a view older than two minutes.
+
+With --write under Mode=enforce it also decides again the pending jobs
+decided under another state of the link (LinkStateFile): when the link is
+down, every pending job not kept at one site (one that cannot be is held,
+`hold=` in its record); when it is back, the jobs decided while it was
+down (a job xsite held is released, one its owner had held goes back to
+its owner's hold).
 
   --write            write LinkLoadFile (else print only)
   --json             the view as JSON
@@ -55,6 +64,37 @@ local function summary(list, have, now)
   return table.concat(words, ", ")
 end
 
+--- Decide again the pending jobs decided under another state of the link
+-- (xsite.recheck); a line on stderr for each.
+-- @return true, or nil when Slurm could not be asked
+function M.recheck(cfg, timeout, io_)
+  local link, lerr
+  if cfg.policy.link_state_file then link, lerr = states.load_link(cfg.policy.link_state_file) end
+  if lerr then err(io_, "xsite load: %s (taking the link as up)\n", lerr) end
+  local down = link ~= nil and link.state == "down"
+  local text, e = slurm(recheck.SQUEUE, timeout)
+  if not text then err(io_, "xsite load: %s\n", e) return nil end
+  for _, job in ipairs(recheck.select(text, cfg, down)) do
+    local _, rerr = slurm({ "scontrol", "update", "JobId=" .. job.id, "AdminComment=" .. recheck.request(job) },
+      timeout)
+    if rerr then
+      err(io_, "xsite load: job %s: %s\n", job.id, rerr)
+    else
+      local now = slurm({ "squeue", "-h", "-j", job.id, "-O", "admin_comment:0" }, timeout)
+      local rec = now and record.parse(now)
+      if not down and job.rec and job.rec.hold == "user" and rec and not rec.hold then
+        -- back to its owner's hold, which its owner may release
+        _, rerr = slurm({ "scontrol", "uhold", job.id }, timeout)
+        if rerr then err(io_, "xsite load: job %s: %s\n", job.id, rerr) end
+      end
+      err(io_, "xsite load: job %s decided again (link %s): %s\n", job.id, down and "down" or "up",
+        rec and string.format("action=%s why=%s%s", rec.action, rec.why, rec.hold and " hold=" .. rec.hold or "")
+        or "no record")
+    end
+  end
+  return true
+end
+
 function M.run(opts, _, io_, global)
   local timeout = common.timeout(opts, "load", 20, io_)
   if not timeout then return 2 end
@@ -80,6 +120,7 @@ function M.run(opts, _, io_, global)
     local ok, werr = fs.write_atomic(cfg.policy.link_load_file, states.format_load(ld,
       "written by xsite load: the link's licenses and the sites' nodes, as Slurm had them"))
     if not ok then err(io_, "xsite load: %s\n", werr) return 1 end
+    if cfg.policy.mode == "enforce" and not M.recheck(cfg, timeout, io_) then return 1 end
   end
   if opts.json then
     local sites = {}

@@ -1,0 +1,80 @@
+local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
+local recheck = require("xsite.recheck")
+
+local HW = "CoresPerNode=4 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us"
+local CONF = table.concat({
+  "SiteName=a Nodes=a[1-3] Feature=site_a " .. HW,
+  "SiteName=b Nodes=b[1-3] Feature=site_b " .. HW,
+  "LinkName=l Bandwidth=100MB/s Latency=1ms",
+}, "\n") .. "\n"
+
+-- squeue's line for a job (recheck.SQUEUE's fields)
+local function line(id, reason, comment, features)
+  return table.concat({ id, reason, comment, features }, "\t")
+end
+
+local function ids(list)
+  local out = {}
+  for i, j in ipairs(list) do out[i] = j.id .. (j.held and "/" .. j.held or "") end
+  return table.concat(out, " ")
+end
+
+describe("xsite.recheck", function()
+  local cfg = h.config(CONF)
+
+  it("with the link down, picks the pending jobs not kept at one site", function()
+    local text = table.concat({
+      line("11", "Priority", "xsite v=1 action=span why=within mode=enforce n=4", "site_a|site_b"),
+      line("12", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "[site_a|site_b]"),
+      line("13", "JobHeldUser", "xsite v=1 action=span why=oversize mode=enforce n=6", "(null)"),
+      line("14", "JobHeldAdmin", "", "ib"),
+      line("15", "Priority", "xsite v=1 action=span why=user-span mode=enforce n=2 override=0", ""),
+      line("16", "Priority", "xsite v=1 action=span why=within mode=enforce n=2 recheck=down", ""),
+      line("17", "Priority", "xsite v=1 action=site why=user-site mode=enforce n=2", "ib&site_b"),
+      line("18_[1-5]", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", "(null)"),
+      line("19+1", "Priority", "xsite v=1 action=span why=het mode=enforce n=2 het=span", "(null)"),
+    }, "\n") .. "\n"
+    -- a job pinned, one the user keeps at a site, one root placed, one
+    -- already decided with the link down: left alone
+    assert.are.equal("11 13/user 14/admin 18 19+1", ids(recheck.select(text, cfg, true)))
+  end)
+
+  it("with the link back, picks the jobs decided while it was down", function()
+    local text = table.concat({
+      line("21", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2", "[site_a|site_b]"),
+      line("22", "JobHeldAdmin", "xsite v=1 action=reject why=oversize mode=enforce n=6 hold=xsite recheck=down",
+        ""),
+      line("23", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", ""),
+      line("24", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2 recheck=up", ""),
+      line("25", "JobHeldAdmin", "xsite v=1 action=reject why=oversize mode=enforce n=6 hold=xsite recheck=up", ""),
+    }, "\n")
+    -- a job decided again with the link up stays as that decision left it
+    assert.are.equal("21 22/admin", ids(recheck.select(text, cfg, false)))
+    local sel = recheck.select(text, cfg, false)
+    assert.are.equal("xsite recheck", recheck.request(sel[1]))
+    -- a job xsite holds: its record says whose hold it was
+    assert.are.equal("xsite recheck", recheck.request(sel[2]))
+    assert.are.equal("xsite recheck held=user", recheck.request({ id = "1", held = "user" }))
+  end)
+
+  it("believes no line that takes a job away: a forged one only adds", function()
+    -- the owner's features end the line; a newline in them makes a second
+    -- line for job 31 saying root placed it
+    local text = line("31", "Priority", "xsite v=1 action=span why=within mode=enforce n=4",
+      "x\n31\tPriority\txsite v=1 action=span why=within mode=enforce n=4 override=0\tx") .. "\n"
+    assert.are.equal("31", ids(recheck.select(text, cfg, true)))
+    text = line("32", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2 override=0", "x") .. "\n" ..
+      line("32", "Priority", "", "x") .. "\n"
+    assert.are.equal("32", ids(recheck.select(text, cfg, true)))
+    -- ids that are not squeue's are not passed to scontrol
+    text = line("33;rm", "Priority", "", "x") .. "\n" .. line("-1", "Priority", "", "x") .. "\n" ..
+      line("34_[1-3", "Priority", "", "x") .. "\n"
+    assert.are.equal("", ids(recheck.select(text, cfg, true)))
+  end)
+
+  it("checks at most MAX_JOBS jobs a run", function()
+    local lines = {}
+    for i = 1, recheck.MAX_JOBS + 10 do lines[i] = line(tostring(i), "Priority", "", "ib") end
+    assert.are.equal(recheck.MAX_JOBS, #recheck.select(table.concat(lines, "\n"), cfg, true))
+  end)
+end)
