@@ -348,7 +348,9 @@ end
 -- @param analysis `analyse(user, cfg)`
 -- @param add the site constraint: one site's feature, or "[f1|f2]"
 -- @return the combined constraint, or nil and why it cannot be (a phrase
---   for "--constraint ...: <why>")
+--   for "--constraint ...: <why>"); never longer than MAX_LENGTH, which
+--   is Slurm's limit too (a longer one makes slurmctld refuse the job or
+--   the change)
 function M.combine(user, analysis, add)
   if user == nil or user == "" then return add end
   if analysis.counts then
@@ -361,8 +363,11 @@ function M.combine(user, analysis, add)
   if analysis.bracket and add:sub(1, 1) == "[" then
     return M.distribute(user, add)
   end
-  if not analysis.top_or then return user .. "&" .. add end
-  return "(" .. user .. ")&" .. add
+  local out = analysis.top_or and "(" .. user .. ")&" .. add or user .. "&" .. add
+  if #out > M.MAX_LENGTH then
+    return nil, string.format("with the site added it would be longer than %d characters", M.MAX_LENGTH)
+  end
+  return out
 end
 
 return M

@@ -10,9 +10,12 @@
 -- (`hold=` in its record) until a later check allows it.  This module picks
 -- the jobs; xsite.cli.load runs the commands.
 --
--- squeue's lines carry a job's features, which its owner wrote: a line can
--- be forged (a newline in a feature) but not taken away, so a job is checked
--- when any line about it says so, and never more than MAX_JOBS a run.
+-- squeue's lines end with a job's preference and constraint, which its
+-- owner wrote: a line can be forged (a newline in them, where Slurm lets
+-- one through) but not taken away, so a job is checked when any line about
+-- it says so, a line with a field too many is checked, and never more than
+-- MAX_JOBS a run (a random choice of them when there are more, so that
+-- jobs whose check fails every time cannot keep the others out).
 -- @module xsite.recheck
 
 local constraint = require("xsite.constraint")
@@ -24,30 +27,43 @@ local M = {}
 --- The most jobs checked again in one run (the rest in the next).
 M.MAX_JOBS = 500
 
---- squeue's arguments: pending jobs of every partition, one a line, fields
--- separated by tabs in this order (the owner's features last).
-M.SQUEUE = { "squeue", "-a", "-h", "-t", "PENDING", "-O", "JobID:0\t,Reason:0\t,admin_comment:0\t,Feature:0" }
+--- squeue's arguments: pending jobs of every partition, one a line (each
+-- task of an array, each component of a heterogeneous job: `123_4`,
+-- `19+1`, ids scontrol update takes for that one record), fields separated
+-- by tabs in this order (the owner's preference and constraint last).
+M.SQUEUE = { "squeue", "-a", "-r", "-h", "-t", "PENDING", "-O",
+  "JobArrayID:0\t,Reason:0\t,admin_comment:0\t,Prefer:0\t,Feature:0" }
 
--- The job id scontrol update takes for an id squeue printed: "123_[1-5]"
--- (an array's pending tasks) is 123, which updates them all.
+-- The id of one job record, as squeue prints it: nil for anything else.
 local function job_id(text)
   if text:find("^%d+$") or text:find("^%d+_%d+$") or text:find("^%d+%+%d+$") then return text end
-  return text:match("^(%d+)_%[[%d,%-%%]+%]$")
+  return nil
+end
+
+-- A constraint squeue printed keeps a job at one site.
+local function one_site(text, cfg)
+  if text == "" or text == "(null)" then return false end
+  local a = constraint.analyse(text, cfg)
+  return a ~= nil and a.one_site
 end
 
 --- Whether a job's decision was made under another state of the link than
 -- `down` says now.
 -- @param rec the job's record (xsite.record.parse), or nil
+-- @param prefer the job's --prefer now (squeue's "(null)" for none)
 -- @param features the job's constraint now
 -- @param down the link is down now
 -- @param cfg the configuration
-function M.stale(rec, features, down, cfg)
+function M.stale(rec, prefer, features, down, cfg)
   if rec and rec.override then return false end
   if down then
     if rec and rec.recheck == "down" then return false end
-    -- kept at one site already (a pin, or the user's own site)
-    local a = features ~= "" and features ~= "(null)" and constraint.analyse(features, cfg)
-    return not (a and a.one_site)
+    -- allowed to span when decided, or not kept at one site by its
+    -- constraint and its preference (Slurm schedules with the preference
+    -- where it can)
+    if rec and rec.action == "span" then return true end
+    local no_prefer = prefer == "" or prefer == "(null)"
+    return not (one_site(features, cfg) and (no_prefer or one_site(prefer, cfg)))
   end
   -- decided again while the link was down, or submitted then; once decided
   -- with the link up (recheck=up), a job xsite still holds stays held
@@ -56,21 +72,29 @@ end
 
 --- The jobs to check again, from squeue's output (see SQUEUE).
 -- @return a list of { id, held = "user"|"admin"|nil, rec }, at most MAX_JOBS
-function M.select(text, cfg, down)
+-- @param random optional: like math.random(m, n), to choose among more
+function M.select(text, cfg, down, random)
   local out, seen = {}, {}
   for line in text:gmatch("[^\n]+") do
-    local raw, reason, comment, features = line:match("^(%S+)\t(%w*)\t([^\t]*)\t?(.*)$")
+    local raw, reason, comment, prefer, features = line:match("^(%S+)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$")
     local id = raw and job_id(raw)
     if id and not seen[id] then
       local rec = record.parse(comment)
-      if M.stale(rec, features, down, cfg) then
+      if features:find("\t", 1, true) or M.stale(rec, prefer, features, down, cfg) then
         seen[id] = true
         out[#out + 1] = { id = id, rec = rec,
           held = (reason == "JobHeldUser" and "user") or (reason == "JobHeldAdmin" and "admin") or nil }
-        if #out >= M.MAX_JOBS then break end
       end
     end
   end
+  if #out <= M.MAX_JOBS then return out end
+  -- the first MAX_JOBS of a random order
+  random = random or math.random
+  for i = 1, M.MAX_JOBS do
+    local j = random(i, #out)
+    out[i], out[j] = out[j], out[i]
+  end
+  for i = #out, M.MAX_JOBS + 1, -1 do out[i] = nil end
   return out
 end
 

@@ -526,6 +526,22 @@ local function link_state(slurm)
   return st and st.state or "up"
 end
 
+--- The user's own constraint of a pending job, from its constraint now
+-- (`features`) and its record (`prev`, xsite.record.parse): the job's
+-- when it names no site's feature, else the record's.
+function M.own_features(features, prev)
+  local cfg = state.conf.get()
+  if not prev or not cfg then return features end
+  if type(features) == "string" and features ~= "" then
+    local named = false
+    for _, s in ipairs(cfg.sites) do
+      if features:find(s.feature, 1, true) then named = true end
+    end
+    if not named then return features end
+  end
+  return prev.constraint or ""
+end
+
 --- slurm_job_modify: decide again whenever a pending job's shape or
 -- placement changes (node counts, tasks, CPUs, Features, Prefer,
 -- ReqNodeList, ExcNodeList, Partition), from the user's own constraint and
@@ -551,7 +567,8 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
         slurm.log_user("xsite: AdminComment=%s takes no other change of the job", M.RECHECK)
         return slurm.ERROR
       end
-      recheck.link = link_state(slurm)
+      -- "degraded" decides like "up"
+      recheck.link = link_state(slurm) == "down" and "down" or "up"
     elseif not shape and not place then
       return slurm.SUCCESS
     end
@@ -596,8 +613,12 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       if given(k, v) then return v end
       return job_rec[k]
     end })
+    -- the user's own constraint: a new one; else the job's when it names no
+    -- site (xsite adds a site to whatever it adds, so the owner set it
+    -- since; the record cannot say, only root may change it); else the
+    -- record's
     local user = job_desc.features
-    if user == nil then user = prev and (prev.constraint or "") or job_rec.features end
+    if user == nil then user = M.own_features(job_rec.features, prev) end
     -- the user's own licenses: a new request, or the job's without the
     -- link's share xsite gave it
     local cfg = state.conf.get()
@@ -619,14 +640,29 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     end
     local rc, d = decide(view, slurm, M.flags(job_rec.spank_job_env), extra)
     if recheck and d and d.action == "reject" then
-      -- refused now (the link went down under a job that may span): held
-      -- until a later check allows it, by xsite, or kept in its owner's or
-      -- an administrator's hold, which becomes an administrator's so that
-      -- its owner cannot release it meanwhile
-      job_desc.priority = 0
-      job_desc.admin_comment = record.put_word(record.put_word(record.put(job_rec.admin_comment, d.record),
-        "hold", prev and prev.hold or recheck.held or "xsite"), "recheck", recheck.link)
-      slurm.log_info("xsite: job %s held: %s", tostring(job_rec.job_id), d.message)
+      local ac = record.find(job_rec.admin_comment) and job_rec.admin_comment or
+        record.put(job_rec.admin_comment, d.record)
+      if recheck.link == "down" then
+        -- refused with the link down (one no site can hold): held until
+        -- the link is back, with the record it had (what it is decided
+        -- from then).  A hold it was in already becomes an
+        -- administrator's, so that its owner cannot release it meanwhile;
+        -- held by whom xsite cannot tell (squeue did not say), it stays
+        -- held after.
+        local who = prev and prev.hold or recheck.held or
+          (set(job_rec.priority) and job_rec.priority == 0 and "admin") or "xsite"
+        job_desc.priority = 0
+        ac = record.put_word(ac, "hold", who)
+        slurm.log_info("xsite: job %s held (hold=%s) while the link is down: %s", tostring(job_rec.job_id),
+          who, d.message)
+      else
+        -- refused with the link back, for another reason (the
+        -- configuration changed): as it was accepted, no longer held
+        if prev and prev.hold == "xsite" then job_desc.priority = M.INFINITE end
+        ac = record.put_word(ac, "hold", nil)
+        slurm.log_info("xsite: job %s left as it was accepted: %s", tostring(job_rec.job_id), d.message)
+      end
+      job_desc.admin_comment = record.put_word(ac, "recheck", recheck.link)
       return slurm.SUCCESS
     end
     if rc == slurm.SUCCESS then

@@ -371,22 +371,30 @@ until_record() {
 }
 
 @test "a job allowed to span and still pending when the link goes down does not span; back up, it may" {
-	local i fits big
-	# two jobs allowed to span while the link is up, held by their owner:
-	# one a site can hold, one only both sites can
+	local i fits big arr t
+	# jobs allowed to span while the link is up, held by their owner: one a
+	# site can hold, one only both sites can, an array of two
 	try -H -N2 --site-affinity=span --wrap true
 	fits=$JOB
 	try -H -N4 --site-affinity=span --wrap true
 	big=$JOB
-	[[ -n $fits && -n $big ]]
+	try -H -N2 --site-affinity=span --array=1-2 --wrap true
+	arr=$JOB
+	[[ -n $fits && -n $big && -n $arr ]]
 	printf 'State=down\n' >"$XT_STATE/run/link.state"
-	# xsite load (root, every 5 s here) has them decided again
+	# xsite load (root, every 5 s here) has them decided again, each task
+	# of the array on its own
 	until_record "$fits" ' action=pin why=link-down .*recheck=down'
-	until_record "$big" ' action=reject why=link-down .*hold=user recheck=down'
-	# the owner's release: the first runs at one site; the second is in an
-	# administrator's hold now, which its owner cannot release
-	as scontrol release "$fits"
-	[[ $(ran_at "$fits") == alpha || $(ran_at "$fits") == beta ]]
+	until_record "$big" ' action=span why=user-span .*hold=user recheck=down'
+	until_record "${arr}_1" ' action=pin why=link-down .*recheck=down'
+	until_record "${arr}_2" ' action=pin why=link-down .*recheck=down'
+	# the owner's release: the first and the tasks run at one site; the
+	# second is in an administrator's hold now, which its owner cannot
+	# release
+	as scontrol release "$fits" "$arr"
+	for t in "$fits" "${arr}_1" "${arr}_2"; do
+		[[ $(ran_at "$t") == alpha || $(ran_at "$t") == beta ]]
+	done
 	run ! as scontrol release "$big"
 	[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldAdmin ]]
 	# the link back: the second goes back to its owner's hold, and spans

@@ -112,6 +112,9 @@ describe("xsite.constraint.combine", function()
       { "(a&b)|c", "site_a", "cannot put it in parentheses" },
       { "a|[b|c]", "site_a", "cannot put it in parentheses" },
       { "[(a|b)|c]", "[site_a|site_b]", "cannot split by site" },
+      -- Slurm refuses a constraint over 1024 characters, even from job_submit
+      { ("ib&"):rep(339) .. "ib", "[site_a|site_b]", "longer than 1024 characters" },
+      { ("ib|"):rep(339) .. "ib", "site_a", "longer than 1024 characters" },
     }
     for _, c in ipairs(cases) do
       local out, why = combine(c[1], c[2])

@@ -9,8 +9,8 @@ local CONF = table.concat({
 }, "\n") .. "\n"
 
 -- squeue's line for a job (recheck.SQUEUE's fields)
-local function line(id, reason, comment, features)
-  return table.concat({ id, reason, comment, features }, "\t")
+local function line(id, reason, comment, features, prefer)
+  return table.concat({ id, reason, comment, prefer or "(null)", features }, "\t")
 end
 
 local function ids(list)
@@ -22,7 +22,7 @@ end
 describe("xsite.recheck", function()
   local cfg = h.config(CONF)
 
-  it("with the link down, picks the pending jobs not kept at one site", function()
+  it("with the link down, picks the pending jobs that may span", function()
     local text = table.concat({
       line("11", "Priority", "xsite v=1 action=span why=within mode=enforce n=4", "site_a|site_b"),
       line("12", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "[site_a|site_b]"),
@@ -31,22 +31,28 @@ describe("xsite.recheck", function()
       line("15", "Priority", "xsite v=1 action=span why=user-span mode=enforce n=2 override=0", ""),
       line("16", "Priority", "xsite v=1 action=span why=within mode=enforce n=2 recheck=down", ""),
       line("17", "Priority", "xsite v=1 action=site why=user-site mode=enforce n=2", "ib&site_b"),
-      line("18_[1-5]", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", "(null)"),
-      line("19+1", "Priority", "xsite v=1 action=span why=het mode=enforce n=2 het=span", "(null)"),
+      line("18_4", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "(null)"),
+      line("19+1", "Priority", "xsite v=1 action=span why=het mode=enforce n=2 het=span", "[site_a|site_b]"),
+      -- a constraint at one site with a preference for both (Slurm
+      -- schedules with the preference where it can)
+      line("20", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", "site_a", "ib"),
+      line("21", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "site_a", "site_a&ib"),
+      -- a reason squeue prints as free text
+      line("22", "ReqNodeNotAvail, UnavailableNodes:a3", "", "ib"),
     }, "\n") .. "\n"
     -- a job pinned, one the user keeps at a site, one root placed, one
-    -- already decided with the link down: left alone
-    assert.are.equal("11 13/user 14/admin 18 19+1", ids(recheck.select(text, cfg, true)))
+    -- already decided with the link down: left alone; one allowed to span
+    -- when decided is picked whatever its constraint says now
+    assert.are.equal("11 13/user 14/admin 18_4 19+1 20 22", ids(recheck.select(text, cfg, true)))
   end)
 
   it("with the link back, picks the jobs decided while it was down", function()
     local text = table.concat({
       line("21", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2", "[site_a|site_b]"),
-      line("22", "JobHeldAdmin", "xsite v=1 action=reject why=oversize mode=enforce n=6 hold=xsite recheck=down",
-        ""),
+      line("22", "JobHeldAdmin", "xsite v=1 action=span why=within mode=enforce n=6 hold=xsite recheck=down", ""),
       line("23", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", ""),
       line("24", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2 recheck=up", ""),
-      line("25", "JobHeldAdmin", "xsite v=1 action=reject why=oversize mode=enforce n=6 hold=xsite recheck=up", ""),
+      line("25", "JobHeldAdmin", "xsite v=1 action=reject why=oversize mode=enforce n=6 hold=admin recheck=up", ""),
     }, "\n")
     -- a job decided again with the link up stays as that decision left it
     assert.are.equal("21 22/admin", ids(recheck.select(text, cfg, false)))
@@ -61,20 +67,35 @@ describe("xsite.recheck", function()
     -- the owner's features end the line; a newline in them makes a second
     -- line for job 31 saying root placed it
     local text = line("31", "Priority", "xsite v=1 action=span why=within mode=enforce n=4",
-      "x\n31\tPriority\txsite v=1 action=span why=within mode=enforce n=4 override=0\tx") .. "\n"
+      "x\n31\tPriority\txsite v=1 action=span why=within mode=enforce n=4 override=0\t(null)\tx") .. "\n"
     assert.are.equal("31", ids(recheck.select(text, cfg, true)))
     text = line("32", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2 override=0", "x") .. "\n" ..
       line("32", "Priority", "", "x") .. "\n"
     assert.are.equal("32", ids(recheck.select(text, cfg, true)))
-    -- ids that are not squeue's are not passed to scontrol
+    -- a tab in the preference shifts the constraint: checked
+    text = line("35", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "site_a", "x\tsite_a") .. "\n"
+    assert.are.equal("35", ids(recheck.select(text, cfg, true)))
+    -- ids that do not name one job record are not passed to scontrol
     text = line("33;rm", "Priority", "", "x") .. "\n" .. line("-1", "Priority", "", "x") .. "\n" ..
-      line("34_[1-3", "Priority", "", "x") .. "\n"
-    assert.are.equal("", ids(recheck.select(text, cfg, true)))
+      line("34_[1-3]", "Priority", "", "x") .. "\n" .. line("36", "Priority", "", "x") .. "\n"
+    assert.are.equal("36", ids(recheck.select(text, cfg, true)))
   end)
 
-  it("checks at most MAX_JOBS jobs a run", function()
+  it("checks at most MAX_JOBS jobs a run, a random choice of them", function()
     local lines = {}
     for i = 1, recheck.MAX_JOBS + 10 do lines[i] = line(tostring(i), "Priority", "", "ib") end
-    assert.are.equal(recheck.MAX_JOBS, #recheck.select(table.concat(lines, "\n"), cfg, true))
+    local text = table.concat(lines, "\n")
+    -- a "random" choice that always takes the last: the first is the last line's
+    local first = recheck.select(text, cfg, true, function(_, n) return n end)
+    assert.are.equal(recheck.MAX_JOBS, #first)
+    assert.are.equal(tostring(recheck.MAX_JOBS + 10), first[1].id)
+    local r = h.random(11)
+    local other = recheck.select(text, cfg, true, function(m, n) return m + r(n - m + 1) end)
+    assert.are.equal(recheck.MAX_JOBS, #other)
+    local seen = {}
+    for _, j in ipairs(other) do
+      assert.is_nil(seen[j.id])
+      seen[j.id] = true
+    end
   end)
 end)

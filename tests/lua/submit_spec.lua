@@ -194,12 +194,22 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(fits, s))
     assert.are.equal(0, submit.job_submit(big, s))
     assert.matches("action=span", fits.admin_comment)
+    -- the job record Slurm keeps, and the change applied to it as Slurm does
     local function rec(j, extra)
       local r = { features = j.features, admin_comment = "admin text; " .. j.admin_comment,
         spank_job_env = j.spank_job_env, min_nodes = j.min_nodes, max_nodes = j.max_nodes or 0,
-        job_state = submit.JOB_PENDING, user_id = 1001, job_id = 7 }
+        job_state = submit.JOB_PENDING, user_id = 1001, job_id = 7, priority = 100 }
       for k, v in pairs(extra or {}) do r[k] = v end
       return r
+    end
+    local function ask(r, held, uid)
+      local change = { admin_comment = submit.RECHECK .. (held and " held=" .. held or "") }
+      assert.are.equal(0, submit.job_modify(change, r, s, uid or 0))
+      for _, k in ipairs({ "features", "admin_comment" }) do
+        if change[k] ~= nil then r[k] = change[k] end
+      end
+      if change.priority == submit.INFINITE then r.priority = 100 elseif change.priority then r.priority = 0 end
+      return change
     end
     write("link.state", "State=down Time=1010\n")
     now = now + 10
@@ -208,38 +218,55 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_modify(change, rec(fits), s, 1001))
     assert.is_nil(change.features)
     -- root: pinned, the record says so and that it was the link down
-    change = { admin_comment = submit.RECHECK }
-    assert.are.equal(0, submit.job_modify(change, rec(fits), s, 0))
+    local r = rec(fits)
+    change = ask(r)
     assert.are.equal("ib&[site_a|site_b]", change.features)
     assert.matches("^admin text; xsite v=1 action=pin why=link%-down .*constraint=ib recheck=down$",
       change.admin_comment)
     assert.is_nil(change.priority)
-    -- one no site can hold: held by xsite (priority 0), not refused
-    change = { admin_comment = submit.RECHECK }
+    -- the owner's own constraint set since (the record still says ib) is kept
+    r = rec(fits, { features = "skylake" })
+    assert.are.equal("skylake&[site_a|site_b]", ask(r).features)
+    -- one no site can hold: held by xsite (priority 0) with the record it
+    -- had, not refused
     local big_rec = rec(big)
-    assert.are.equal(0, submit.job_modify(change, big_rec, s, 0))
+    change = ask(big_rec)
     assert.are.equal(0, change.priority)
     assert.is_nil(change.features)
-    assert.matches("action=reject why=oversize .* hold=xsite recheck=down$", change.admin_comment)
-    -- held by its owner before: the hold becomes xsite's, and says whose it was
-    change = { admin_comment = submit.RECHECK .. " held=user" }
-    assert.are.equal(0, submit.job_modify(change, rec(big, { priority = 0 }), s, 0))
-    assert.are.equal(0, change.priority)
-    assert.matches(" hold=user recheck=down$", change.admin_comment)
-    -- the link back: released, the hold word gone
-    write("link.state", "State=up Time=1020\n")
+    assert.matches("^admin text; xsite v=1 action=span why=within .* hold=xsite recheck=down$", change.admin_comment)
+    -- held by its owner before: the hold becomes xsite's, and says whose it
+    -- was; held by someone squeue did not name: an administrator's
+    assert.matches(" hold=user recheck=down$", ask(rec(big, { priority = 0 }), "user").admin_comment)
+    assert.matches(" hold=admin recheck=down$", ask(rec(big, { priority = 0 })).admin_comment)
+    -- the link back (degraded counts as up): released, the hold word gone
+    write("link.state", "State=degraded Time=1020\n")
     now = now + 10
-    big_rec.admin_comment, big_rec.priority = change.admin_comment:gsub("hold=user", "hold=xsite"), 0
-    change = { admin_comment = submit.RECHECK }
-    assert.are.equal(0, submit.job_modify(change, big_rec, s, 0))
+    change = ask(big_rec)
     assert.are.equal(submit.INFINITE, change.priority)
     assert.matches("action=span why=within .* recheck=up$", change.admin_comment)
     assert.is_nil(change.admin_comment:match("hold="))
     -- a job in its owner's hold stays held (xsite load gives it back to its owner)
-    big_rec.admin_comment = big_rec.admin_comment:gsub("hold=xsite", "hold=user")
-    change = { admin_comment = submit.RECHECK }
-    assert.are.equal(0, submit.job_modify(change, big_rec, s, 0))
-    assert.is_nil(change.priority)
+    local user_held = rec(big, { priority = 0 })
+    write("link.state", "State=down Time=1030\n")
+    now = now + 10
+    ask(user_held, "user")
+    write("link.state", "State=up Time=1040\n")
+    now = now + 10
+    assert.is_nil(ask(user_held).priority)
+    assert.is_nil(user_held.admin_comment:match("hold="))
+    -- held with the link down, then refused with it up for another reason
+    -- (a new MaxSlowdown): released as it was accepted
+    write("link.state", "State=down Time=1050\n")
+    now = now + 10
+    big_rec = rec(big)
+    ask(big_rec)
+    assert.are.equal(0, big_rec.priority)
+    write("link.state", "State=up Time=1060\n")
+    write("xsite.conf", CONF .. "LinkStateFile=" .. dir .. "/link.state\nOversizeAction=reject\nMaxSlowdown=1.0\n")
+    now = now + 10
+    change = ask(big_rec)
+    assert.are.equal(submit.INFINITE, change.priority)
+    assert.matches("^admin text; xsite v=1 action=span why=within .* recheck=up$", change.admin_comment)
     -- a request with other changes, or a word it does not know, is no request
     assert.are.equal(-1, submit.job_modify({ admin_comment = submit.RECHECK, min_nodes = 3 }, rec(fits), s, 0))
     assert.matches("takes no other change", s.user[#s.user])
@@ -606,6 +633,24 @@ describe("xsite.submit", function()
     assert.are.equal(0, rc)
     assert.are.equal("site_a|site_b", c.features)
     assert.are.equal("site_a|site_b", c.prefer)
+  end)
+
+  it("takes the job's constraint as the user's own when it names no site (the owner changed it since)", function()
+    setup_conf(CONF)
+    -- submitted with ib (the record says so), Features=skylake since: the
+    -- record cannot say (only root may change it)
+    local rc, c = modify({ min_nodes = 1 }, { min_nodes = 2, max_nodes = 2 }, 1001, { features = "skylake" })
+    assert.are.equal(0, rc)
+    assert.are.equal("skylake&[site_a|site_b]", c.features)
+    -- one naming a site may be xsite's: the record's
+    rc, c = modify({ min_nodes = 2, features = "ib" }, { min_nodes = 3 }, 1001, { features = "ib&[site_a|site_b]" })
+    assert.are.equal(0, rc)
+    assert.are.equal("ib&[site_a|site_b]", c.features)
+    -- a pin that would make the constraint longer than Slurm takes: refused
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, features = ("ib&"):rep(339) .. "ib" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
+    assert.matches("with the site added it would be longer than 1024 characters", s.user[#s.user])
   end)
 
   it("counts --ntasks-per-node of a change on the job's own nodes", function()

@@ -5,7 +5,6 @@ local common = require("xsite.cli.common")
 local fs = require("xsite.fs")
 local json = require("xsite.json")
 local load = require("xsite.load")
-local record = require("xsite.record")
 local recheck = require("xsite.recheck")
 local shell = require("xsite.shell")
 local states = require("xsite.state")
@@ -64,32 +63,36 @@ local function summary(list, have, now)
   return table.concat(words, ", ")
 end
 
+--- How long (seconds) one run spends deciding jobs again; the rest wait
+-- for the next run.
+M.RECHECK_BUDGET = 30
+
 --- Decide again the pending jobs decided under another state of the link
--- (xsite.recheck); a line on stderr for each.
+-- (xsite.recheck); a line on stderr for each.  A link state that cannot be
+-- read (slurmctld keeps the last good one) skips it.
 -- @return true, or nil when Slurm could not be asked
 function M.recheck(cfg, timeout, io_)
   local link, lerr
   if cfg.policy.link_state_file then link, lerr = states.load_link(cfg.policy.link_state_file) end
-  if lerr then err(io_, "xsite load: %s (taking the link as up)\n", lerr) end
+  if lerr then err(io_, "xsite load: %s (no job decided again)\n", lerr) return true end
   local down = link ~= nil and link.state == "down"
   local text, e = slurm(recheck.SQUEUE, timeout)
   if not text then err(io_, "xsite load: %s\n", e) return nil end
-  for _, job in ipairs(recheck.select(text, cfg, down)) do
+  local start = os.time()
+  math.randomseed(start)
+  for _, job in ipairs(recheck.select(text, cfg, down, math.random)) do
+    if os.time() - start > M.RECHECK_BUDGET then break end
     local _, rerr = slurm({ "scontrol", "update", "JobId=" .. job.id, "AdminComment=" .. recheck.request(job) },
       timeout)
     if rerr then
       err(io_, "xsite load: job %s: %s\n", job.id, rerr)
     else
-      local now = slurm({ "squeue", "-h", "-j", job.id, "-O", "admin_comment:0" }, timeout)
-      local rec = now and record.parse(now)
-      if not down and job.rec and job.rec.hold == "user" and rec and not rec.hold then
+      err(io_, "xsite load: job %s decided again (link %s)\n", job.id, down and "down" or "up")
+      if not down and job.rec and job.rec.hold == "user" then
         -- back to its owner's hold, which its owner may release
         _, rerr = slurm({ "scontrol", "uhold", job.id }, timeout)
         if rerr then err(io_, "xsite load: job %s: %s\n", job.id, rerr) end
       end
-      err(io_, "xsite load: job %s decided again (link %s): %s\n", job.id, down and "down" or "up",
-        rec and string.format("action=%s why=%s%s", rec.action, rec.why, rec.hold and " hold=" .. rec.hold or "")
-        or "no record")
     end
   end
   return true
