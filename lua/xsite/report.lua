@@ -153,7 +153,8 @@ function M.step_start(cfg, a, state, tuned)
       rec.prediction = M.predict(cfg, prof, nodes.split[1], nodes.split[2], link)
     end
   else
-    notes[#notes + 1] = "no prediction: " .. printable(perr, 300)
+    local given = type(a.profile) == "string" and a.profile ~= ""
+    notes[#notes + 1] = "no prediction: " .. (given and "--comm-profile: " or "") .. printable(perr, 300)
   end
   rec.steps = json.array({ { step = a.step, nodes = step_nodes, start = a.start,
     mpi = json.null, notes = json.array({}) } })

@@ -319,7 +319,7 @@ setup() {
 	job=$(submit --export="ALL,XSITE_COMM_PROFILE=$p" --wrap true)
 	run -0 gone "$job" 15
 	run -0 report_of "$job" batch
-	assert_output --partial 'no prediction: 120006 characters, more than the 256 it may have'
+	assert_output --partial 'no prediction: --comm-profile: 120006 characters, more than the 256 it may have'
 }
 
 @test "a profile with escape sequences, carried in the job's environment into slurmstepd, reaches xsite report escaped" {

@@ -72,7 +72,7 @@ describe("xsite.report", function()
     local long = "op=1" .. string.rep(" ", 100000) .. "x "
     local rec = start(h.two_sites(2, 2), { profile = long })
     assert.are.equal(json.null, rec.prediction)
-    assert.matches("no prediction: 100006 characters, more than the 256 it may have",
+    assert.matches("no prediction: --comm-profile: 100006 characters, more than the 256 it may have",
       table.concat(rec.notes, "; "), 1, true)
   end)
 
