@@ -162,7 +162,9 @@ end
 --   it when slurm.conf does not declare the license), `licenses` (the
 --   user's own `--licenses`: kept, the link's share added to it),
 --   `link_load` (optional: xsite.state.parse_load, used when at most
---   M.LOAD_MAX_AGE old at `now`), `now` (seconds since the epoch)
+--   M.LOAD_MAX_AGE old at `now`), `now` (seconds since the epoch),
+--   `pin_one_node` (a one-node job is pinned like any other: a job decided
+--   again with the link down, so that every job it leaves is at one site)
 -- @return a decision: `action` (`span`, `pin`, `site`, `reject` or `none`),
 --   `why`, `features` (the new constraint, nil for unchanged), `prefer`
 --   (the new `--prefer`, nil for unchanged), `req_switch`,
@@ -520,7 +522,7 @@ function M.decide(req)
       string.format(WHY["user-constraint"], site_names(ua.sites, " or ")))
   end
 
-  if most == 1 and not het then return finish("none", "one-node", WHY["one-node"]) end
+  if most == 1 and not het and not req.pin_one_node then return finish("none", "one-node", WHY["one-node"]) end
 
   if affinity == "pin" then
     if #fitting == 0 and most > 1 then

@@ -10,12 +10,19 @@
 -- (`hold=` in its record) until a later check allows it.  This module picks
 -- the jobs; xsite.cli.load runs the commands.
 --
+-- With the link down a job is judged by its constraint and preference as
+-- they are, never by its record: its owner may have changed them since the
+-- record was written (only root may change the record).  A job decided
+-- again then is at one site (one-node jobs are pinned too) or held, so it is
+-- not picked again unless its owner changes it.
+--
 -- squeue's lines end with a job's preference and constraint, which its
 -- owner wrote: a line can be forged (a newline in them, where Slurm lets
 -- one through) but not taken away, so a job is checked when any line about
--- it says so, a line with a field too many is checked, and never more than
--- MAX_JOBS a run (a random choice of them when there are more, so that
--- jobs whose check fails every time cannot keep the others out).
+-- it says so; a tab in them shifts the fields, which leaves a blank in the
+-- constraint read, and xsite.constraint refuses blanks: checked.  Never
+-- more than MAX_JOBS a run (a random choice of them when there are more,
+-- so that jobs whose check fails every time cannot keep the others out).
 -- @module xsite.recheck
 
 local constraint = require("xsite.constraint")
@@ -33,6 +40,9 @@ M.MAX_JOBS = 500
 -- by tabs in this order (the owner's preference and constraint last).
 M.SQUEUE = { "squeue", "-a", "-r", "-h", "-t", "PENDING", "-O",
   "JobArrayID:0\t,Reason:0\t,admin_comment:0\t,Prefer:0\t,Feature:0" }
+--- squeue's environment: an array's pending tasks in full (Slurm cuts
+-- them to 64 characters, and -r lists only those, otherwise).
+M.SQUEUE_ENV = { SLURM_BITSTR_LEN = "0" }
 
 -- The id of one job record, as squeue prints it: nil for anything else.
 local function job_id(text)
@@ -50,18 +60,17 @@ end
 --- Whether a job's decision was made under another state of the link than
 -- `down` says now.
 -- @param rec the job's record (xsite.record.parse), or nil
+-- @param reason squeue's reason (JobHeldAdmin: still in xsite's hold)
 -- @param prefer the job's --prefer now (squeue's "(null)" for none)
 -- @param features the job's constraint now
 -- @param down the link is down now
 -- @param cfg the configuration
-function M.stale(rec, prefer, features, down, cfg)
+function M.stale(rec, reason, prefer, features, down, cfg)
   if rec and rec.override then return false end
   if down then
-    if rec and rec.recheck == "down" then return false end
-    -- allowed to span when decided, or not kept at one site by its
-    -- constraint and its preference (Slurm schedules with the preference
-    -- where it can)
-    if rec and rec.action == "span" then return true end
+    if rec and rec.hold and reason == "JobHeldAdmin" then return false end
+    -- not kept at one site by its constraint and its preference (Slurm
+    -- schedules with the preference where it can)
     local no_prefer = prefer == "" or prefer == "(null)"
     return not (one_site(features, cfg) and (no_prefer or one_site(prefer, cfg)))
   end
@@ -80,7 +89,7 @@ function M.select(text, cfg, down, random)
     local id = raw and job_id(raw)
     if id and not seen[id] then
       local rec = record.parse(comment)
-      if features:find("\t", 1, true) or M.stale(rec, prefer, features, down, cfg) then
+      if M.stale(rec, reason, prefer, features, down, cfg) then
         seen[id] = true
         out[#out + 1] = { id = id, rec = rec,
           held = (reason == "JobHeldUser" and "user") or (reason == "JobHeldAdmin" and "admin") or nil }

@@ -412,6 +412,7 @@ local function decide(job_desc, slurm, flags, extra)
     profile_state = state_file(cfg, slurm, "profiles"),
     link_load = state_file(cfg, slurm, "load"),
     now = state.clock(),
+    pin_one_node = extra.pin_one_node,
   })
   if extra.het and extra.het.offset == 0 and not extra.het.site and d.het and d.action ~= "reject"
       and cfg.policy.mode == "enforce" then
@@ -534,8 +535,8 @@ function M.own_features(features, prev)
   if not prev or not cfg then return features end
   if type(features) == "string" and features ~= "" then
     local named = false
-    for _, s in ipairs(cfg.sites) do
-      if features:find(s.feature, 1, true) then named = true end
+    for word in features:gmatch("[^&|,()%[%]*]+") do
+      if cfg.site_by_feature[word] then named = true end
     end
     if not named then return features end
   end
@@ -562,19 +563,26 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       if job_desc[k] ~= nil then place = true end
     end
     local recheck = M.privileged(modify_uid) and M.recheck_request(job_desc.admin_comment)
+    local prev = record.parse(job_rec.admin_comment)
     if recheck then
+      -- the request itself is never stored: the job keeps its AdminComment
+      -- unless a decision below replaces it
+      job_desc.admin_comment = job_rec.admin_comment or ""
       if shape or place then
         slurm.log_user("xsite: AdminComment=%s takes no other change of the job", M.RECHECK)
         return slurm.ERROR
       end
       -- "degraded" decides like "up"
       recheck.link = link_state(slurm) == "down" and "down" or "up"
+    elseif prev and prev.hold and given(nil, job_desc.nice) and not M.privileged(modify_uid) then
+      -- Slurm gives a held job a priority again when its nice changes
+      slurm.log_user("xsite: Nice: the job is held while the link between the sites is down")
+      return M.ESLURM_INVALID_FEATURE
     elseif not shape and not place then
       return slurm.SUCCESS
     end
     -- a running job cannot move (Slurm refuses new features or nodes for it)
     if set(job_rec.job_state) and job_rec.job_state % 256 ~= M.JOB_PENDING then return slurm.SUCCESS end
-    local prev = record.parse(job_rec.admin_comment)
     if place and M.privileged(modify_uid) then
       if prev then
         job_desc.admin_comment = record.put(job_rec.admin_comment,
@@ -631,7 +639,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     if prefer == nil and prev then prefer = prev.prefer end
     local extra = { features = user, prefer = prefer, req_nodes = job_desc.req_nodes, licenses = own,
       floor = M.partition_floor(job_desc.partition ~= "" and job_desc.partition or job_rec.partition, part_list,
-        top) }
+        top), pin_one_node = recheck and recheck.link == "down" }
     if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
     local offset = job_rec.het_job_offset
     if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
@@ -722,6 +730,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
   end)
   if not ok then
     slurm.log_error("xsite: internal error, modification accepted unchanged: %s", tostring(rc))
+    if M.recheck_request(job_desc.admin_comment) then job_desc.admin_comment = job_rec.admin_comment or "" end
     return slurm.SUCCESS
   end
   return rc

@@ -39,11 +39,18 @@ describe("xsite.recheck", function()
       line("21", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "site_a", "site_a&ib"),
       -- a reason squeue prints as free text
       line("22", "ReqNodeNotAvail, UnavailableNodes:a3", "", "ib"),
+      -- pinned, with a preference for both sites
+      line("23", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "[site_a|site_b]", "ib"),
+      -- held by xsite: left alone while the hold lasts
+      line("24", "JobHeldAdmin", "xsite v=1 action=span why=within mode=enforce n=6 hold=xsite recheck=down",
+        "(null)"),
+      line("25", "Priority", "xsite v=1 action=span why=within mode=enforce n=6 hold=xsite recheck=down", "(null)"),
     }, "\n") .. "\n"
-    -- a job pinned, one the user keeps at a site, one root placed, one
-    -- already decided with the link down: left alone; one allowed to span
-    -- when decided is picked whatever its constraint says now
-    assert.are.equal("11 13/user 14/admin 18_4 19+1 20 22", ids(recheck.select(text, cfg, true)))
+    -- judged by the constraint and preference as they are, not by the
+    -- record (its owner may have changed them since): a job pinned, one the
+    -- user keeps at a site, one root placed, one xsite holds are left alone;
+    -- one decided with the link down but no longer at one site (16) is not
+    assert.are.equal("11 13/user 14/admin 16 18_4 20 22 23 25", ids(recheck.select(text, cfg, true)))
   end)
 
   it("with the link back, picks the jobs decided while it was down", function()
@@ -72,7 +79,8 @@ describe("xsite.recheck", function()
     text = line("32", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2 override=0", "x") .. "\n" ..
       line("32", "Priority", "", "x") .. "\n"
     assert.are.equal("32", ids(recheck.select(text, cfg, true)))
-    -- a tab in the preference shifts the constraint: checked
+    -- a tab in the preference shifts the constraint, which then holds a
+    -- blank: checked
     text = line("35", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2", "site_a", "x\tsite_a") .. "\n"
     assert.are.equal("35", ids(recheck.select(text, cfg, true)))
     -- ids that do not name one job record are not passed to scontrol

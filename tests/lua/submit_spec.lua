@@ -267,6 +267,28 @@ describe("xsite.submit", function()
     change = ask(big_rec)
     assert.are.equal(submit.INFINITE, change.priority)
     assert.matches("^admin text; xsite v=1 action=span why=within .* recheck=up$", change.admin_comment)
+    -- its owner cannot give the held job a priority back through Nice=
+    write("link.state", "State=down Time=1070\n")
+    now = now + 10
+    big_rec = rec(big)
+    ask(big_rec)
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify({ nice = 2147483647 }, big_rec, s, 1001))
+    assert.matches("Nice: the job is held", s.user[#s.user])
+    -- decided again while held (Slurm gave it a priority back): still the
+    -- hold it had
+    big_rec.admin_comment = big_rec.admin_comment:gsub("hold=xsite", "hold=user")
+    big_rec.priority = 2
+    assert.matches(" hold=user recheck=down$", ask(big_rec).admin_comment)
+    assert.are.equal(0, big_rec.priority)
+    -- a one-node job is pinned too, so that every job left is at one site
+    local one = job({ min_nodes = 1, max_nodes = 1, spank_job_env = quiet })
+    assert.are.equal(0, submit.job_submit(one, s))
+    change = ask(rec(one))
+    assert.are.equal("[site_a|site_b]", change.features)
+    -- a job that started meanwhile keeps its AdminComment
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, rec(fits, { job_state = 1 }), s, 0))
+    assert.are.equal("admin text; " .. fits.admin_comment, change.admin_comment)
     -- a request with other changes, or a word it does not know, is no request
     assert.are.equal(-1, submit.job_modify({ admin_comment = submit.RECHECK, min_nodes = 3 }, rec(fits), s, 0))
     assert.matches("takes no other change", s.user[#s.user])
@@ -642,6 +664,10 @@ describe("xsite.submit", function()
     local rc, c = modify({ min_nodes = 1 }, { min_nodes = 2, max_nodes = 2 }, 1001, { features = "skylake" })
     assert.are.equal(0, rc)
     assert.are.equal("skylake&[site_a|site_b]", c.features)
+    -- a feature that only contains a site's name names no site
+    rc, c = modify({ min_nodes = 1 }, { min_nodes = 2, max_nodes = 2 }, 1001, { features = "site_ab&x_site_a" })
+    assert.are.equal(0, rc)
+    assert.are.equal("site_ab&x_site_a&[site_a|site_b]", c.features)
     -- one naming a site may be xsite's: the record's
     rc, c = modify({ min_nodes = 2, features = "ib" }, { min_nodes = 3 }, 1001, { features = "ib&[site_a|site_b]" })
     assert.are.equal(0, rc)

@@ -41,9 +41,10 @@ its owner's hold).
 ]],
 }
 
--- Run a Slurm command; its output, or nil and why.
-local function slurm(argv, timeout)
-  local text, ok = shell.run(argv, { timeout = timeout })
+-- Run a Slurm command (`env`: optional, its environment's additions); its
+-- output, or nil and why.
+local function slurm(argv, timeout, env)
+  local text, ok = shell.run(argv, { timeout = timeout, env = env })
   if not ok then return nil, string.format("%s failed: %s", argv[1], text:match("[^\n]*")) end
   return text
 end
@@ -76,23 +77,26 @@ function M.recheck(cfg, timeout, io_)
   if cfg.policy.link_state_file then link, lerr = states.load_link(cfg.policy.link_state_file) end
   if lerr then err(io_, "xsite load: %s (no job decided again)\n", lerr) return true end
   local down = link ~= nil and link.state == "down"
-  local text, e = slurm(recheck.SQUEUE, timeout)
+  local text, e = slurm(recheck.SQUEUE, timeout, recheck.SQUEUE_ENV)
   if not text then err(io_, "xsite load: %s\n", e) return nil end
   local start = os.time()
   math.randomseed(start)
   for _, job in ipairs(recheck.select(text, cfg, down, math.random)) do
     if os.time() - start > M.RECHECK_BUDGET then break end
-    local _, rerr = slurm({ "scontrol", "update", "JobId=" .. job.id, "AdminComment=" .. recheck.request(job) },
-      timeout)
+    local _, rerr
+    if not down and job.rec and job.rec.hold == "user" then
+      -- back to its owner's hold first (which its owner may release), so
+      -- that no failure after it leaves the job in an administrator's
+      _, rerr = slurm({ "scontrol", "uhold", job.id }, timeout)
+    end
+    if not rerr then
+      _, rerr = slurm({ "scontrol", "update", "JobId=" .. job.id, "AdminComment=" .. recheck.request(job) },
+        timeout)
+    end
     if rerr then
       err(io_, "xsite load: job %s: %s\n", job.id, rerr)
     else
       err(io_, "xsite load: job %s decided again (link %s)\n", job.id, down and "down" or "up")
-      if not down and job.rec and job.rec.hold == "user" then
-        -- back to its owner's hold, which its owner may release
-        _, rerr = slurm({ "scontrol", "uhold", job.id }, timeout)
-        if rerr then err(io_, "xsite load: job %s: %s\n", job.id, rerr) end
-      end
     end
   end
   return true
