@@ -396,7 +396,9 @@ until_record() {
 		[[ $(ran_at "$t") == alpha || $(ran_at "$t") == beta ]]
 	done
 	run ! as scontrol release "$big"
-	[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldAdmin ]]
+	# nor give it a priority back through Nice= (Slurm would)
+	run ! as scontrol update JobId="$big" Nice=10
+	[[ $(on_head squeue -h -j "$big" -o '%r %Q') == 'JobHeldAdmin 0' ]]
 	# the link back: the second goes back to its owner's hold, and spans
 	rm -f "$XT_STATE/run/link.state"
 	until_record "$big" ' action=span why=user-span .*recheck=up'
