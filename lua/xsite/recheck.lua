@@ -50,9 +50,14 @@ local function job_id(text)
   return nil
 end
 
+-- Whether squeue printed no value ("(null)", or nothing).
+local function none(text)
+  return text == "" or text == "(null)"
+end
+
 -- A constraint squeue printed keeps a job at one site.
 local function one_site(text, cfg)
-  if text == "" or text == "(null)" then return false end
+  if none(text) then return false end
   local a = constraint.analyse(text, cfg)
   return a ~= nil and a.one_site
 end
@@ -71,8 +76,7 @@ function M.stale(rec, reason, prefer, features, down, cfg)
     if rec and rec.hold and reason == "JobHeldAdmin" then return false end
     -- not kept at one site by its constraint and its preference (Slurm
     -- schedules with the preference where it can)
-    local no_prefer = prefer == "" or prefer == "(null)"
-    return not (one_site(features, cfg) and (no_prefer or one_site(prefer, cfg)))
+    return not (one_site(features, cfg) and (none(prefer) or one_site(prefer, cfg)))
   end
   -- decided again while the link was down, or submitted then; once decided
   -- with the link up (recheck=up), a job xsite still holds stays held

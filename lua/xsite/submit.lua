@@ -585,8 +585,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     if set(job_rec.job_state) and job_rec.job_state % 256 ~= M.JOB_PENDING then return slurm.SUCCESS end
     if place and M.privileged(modify_uid) then
       if prev then
-        job_desc.admin_comment = record.put(job_rec.admin_comment,
-          record.with(record.find(job_rec.admin_comment), "override", modify_uid))
+        job_desc.admin_comment = record.put_word(job_rec.admin_comment, "override", modify_uid)
       end
       slurm.log_info("xsite: job %s: placement changed by uid %s, kept as given (override)",
         tostring(job_rec.job_id), tostring(modify_uid))
