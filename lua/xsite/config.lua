@@ -201,8 +201,9 @@ local RECORD_KIND = {
   classname = "profile",
 }
 
--- A line without its comment: from the first '#' outside double quotes.
-local function strip_comment(line)
+--- A line without its comment: from the first '#' outside double quotes
+-- (inside them '#' is part of the value).
+function M.strip_comment(line)
   if not line:find("#", 1, true) then return line end
   local quoted = false
   for i = 1, #line do
@@ -225,7 +226,7 @@ local function logical_lines(text)
   for raw in (text .. "\n"):gmatch("([^\n]*)\n") do
     n = n + 1
     raw = raw:gsub("\r$", "")
-    local body = strip_comment(raw)
+    local body = M.strip_comment(raw)
     local cont = body:find("\\%s*$") ~= nil
     if cont then body = body:gsub("\\%s*$", "") end
     if pending then

@@ -319,7 +319,7 @@ local function says_fail_closed(filename)
   local text = config.read_file(filename)
   if not text or #text > 4194304 then return false end
   for line in text:gmatch("[^\n]+") do
-    for v in line:gsub("#.*", ""):gmatch("[Ff][Aa][Ii][Ll][Mm][Oo][Dd][Ee]%s*=%s*(%a+)") do
+    for v in config.strip_comment(line):gmatch("[Ff][Aa][Ii][Ll][Mm][Oo][Dd][Ee]%s*=%s*(%a+)") do
       if v:lower() == "closed" then return true end
     end
   end

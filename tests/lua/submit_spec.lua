@@ -481,6 +481,10 @@ describe("xsite.submit", function()
     local s = fake_slurm()
     assert.are.equal(-1, submit.job_submit(job({ min_nodes = 2 }), s))
     assert.matches("FailMode=closed", s.user[1], 1, true)
+    -- a '#' inside double quotes is no comment there either
+    write("xsite.conf", CONF .. 'Bogus="a # b" FailMode=closed\n')
+    now = now + 10
+    assert.are.equal(-1, submit.job_submit(job({ min_nodes = 2 }), s))
     -- FailMode=open (or none) in the broken file: accepted unchanged
     write("xsite.conf", CONF .. "Bogus=1\n")
     now = now + 10
