@@ -3,8 +3,9 @@
 # that source's output (docs/architecture.svg from docs/architecture.lua),
 # the source passes luacheck, and every link between the Markdown pages of
 # the tree points at a file that is there, and every limit a table of
-# docs/*.md gives with its key in the code is the code's value.  One TAP
-# test each.
+# docs/*.md gives with its key in the code is the code's value, and the
+# copies of site-configs/testbed.conf in xsite.conf(5) and the admin guide
+# are the file.  One TAP test each.
 set -euo pipefail
 
 # shellcheck source=tests/harness/tap.sh
@@ -82,6 +83,18 @@ LUA
     tap_ok "every limit a table of docs/*.md gives with its key is the code's value"
   else
     tap_not_ok "every limit a table of docs/*.md gives with its key is the code's value" "$out"
+  fi
+
+  # the shipped testbed.conf, as xsite.conf(5)'s EXAMPLES show it (verbatim,
+  # roff-escaped) and as the admin guide does (without comments)
+  local conf=site-configs/testbed.conf
+  if out=$(diff -u "$conf" <(awk '/as shipped in/ { s = 1 } s && /^\.EE/ { exit } s == 2 { print } s && /^\.EX/ { s = 2 }' \
+    docs/man/xsite.conf.5 | sed -e 's/\\-/-/g' -e 's/\\e/\\/g') 2>&1) &&
+    out=$(diff -u <(grep -v -e '^#' -e '^$' "$conf") <(awk '/^\*\*The testbed\*\*/ { s = 1; next }
+      s == 1 && /^    / { s = 2 } s == 2 && !/^    / { exit } s == 2 { print substr($0, 5) }' docs/admin-guide.md) 2>&1); then
+    tap_ok "xsite.conf(5) and the admin guide show $conf as it is"
+  else
+    tap_not_ok "xsite.conf(5) and the admin guide show $conf as it is" "$out"
   fi
 
   # links between the Markdown pages: relative targets must exist
