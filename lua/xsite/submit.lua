@@ -596,6 +596,17 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     local top, new_top = job_desc.max_nodes, true
     if not set(top) then top, new_top = job_rec.max_nodes, false end
     if not set(top) or top <= 0 then top = nil end
+    -- Slurm 26.05 gives a job with a task count and no top to its node
+    -- count a top of its own, its task count (JOB_IMPLICIT_MAX_NODES), and
+    -- raises it with the tasks after job_modify; job_submit/lua cannot tell
+    -- it from a top the owner gave.  More tasks than the top without a new
+    -- top: either shape may be the job's, so the change is refused.
+    local tasks = count(job_desc, "num_tasks")
+    if tasks and top and not new_top and tasks > top then
+      slurm.log_user("xsite: NumTasks=%d: more tasks than the job's top of %d node(s), which Slurm may raise "
+        .. "with them; give NumNodes=MIN-MAX with NumTasks", tasks, top)
+      return M.ESLURM_INVALID_NODE_COUNT
+    end
     local view = setmetatable({
       admin_comment = not recheck and job_desc.admin_comment or job_rec.admin_comment,
     }, { __index = function(_, k)

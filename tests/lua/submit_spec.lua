@@ -536,6 +536,26 @@ describe("xsite.submit", function()
     assert.is_nil(c.features)
   end)
 
+  it("refuses more tasks than the job's top to its node count, which Slurm 26.05 may have set and raise", function()
+    setup_conf(CONF)
+    -- -n1 on Slurm 26.05: the record's top is 1, Slurm's own (num_tasks);
+    -- NumTasks=4 raises it to 4 after job_modify
+    local rc, _, s = modify({ min_nodes = 1, num_tasks = 1 }, { num_tasks = 4 }, 1001, { max_nodes = 1, min_cpus = 1 })
+    assert.are.equal(submit.ESLURM_INVALID_NODE_COUNT, rc)
+    assert.matches("^xsite: NumTasks=4: more tasks than the job's top of 1 node%(s%), which Slurm may raise with " ..
+      "them; give NumNodes=MIN%-MAX with NumTasks$", s.user[#s.user])
+    -- with a new top it is decided on that top; within the top, on the top
+    local c
+    rc, c = modify({ min_nodes = 1, num_tasks = 1 }, { num_tasks = 4, min_nodes = 1, max_nodes = 4 }, 1001,
+      { max_nodes = 1, min_cpus = 1 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+    rc, c = modify({ min_nodes = 1, max_nodes = 2, num_tasks = 1 }, { num_tasks = 2 }, 1001,
+      { max_nodes = 2, min_cpus = 1 })
+    assert.are.equal(0, rc)
+    assert.are.equal("[site_a|site_b]", c.features)
+  end)
+
   it("counts the nodes a job may get from 32-bit counts of 65534, tasks a node, CPUs and GPUs", function()
     local cfg = h.config(CONF)
     -- 0xfffe is NO_VAL16, a count like any other in a 32-bit field
