@@ -256,13 +256,14 @@ struct xs_comm *xs_comm_get(MPI_Comm comm)
  * The site of every rank of intracommunicator comm: an Allgather of a 64-bit
  * hash of each rank's site name (0: XSITE_SITE unset).  idx[r] is the index
  * of rank r's site in order of first appearance (so rank 0's site is 0), or
- * -1; *nsites counts the distinct sites (at most max_sites are told apart).
+ * -1; idx holds nidx entries, at least the communicator's size (else
+ * -MPI_ERR_ARG, before any communication); *nsites counts the distinct sites (at most max_sites are told apart).
  * With verify, the name behind each hash is broadcast from the first rank
  * that has it and every rank checks its own name against it (a hash
  * collision must not merge two sites).  Returns a mask of XS_EX_* or a
  * negative MPI error.  Every rank gets the same answer.
  */
-int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
+int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int nidx, int *nsites,
 		     char (*names)[XS_SITE_MAX], int max_sites, int verify)
 {
 	uint64_t h = *mysite ? xs_hash(mysite) : 0, hashes[XS_MAX_SITES], *all;
@@ -271,6 +272,8 @@ int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
 	*nsites = 0; /* set on the error returns too */
 	PMPI_Comm_size(comm, &size);
 	PMPI_Comm_rank(comm, &rank);
+	if (size > nidx)
+		return -MPI_ERR_ARG;
 	if (max_sites > XS_MAX_SITES)
 		max_sites = XS_MAX_SITES;
 	all = malloc(sizeof(uint64_t) * (size_t)size);
@@ -380,7 +383,7 @@ int xs_comm_setup(struct xs_comm *c)
 	for (r = 0; r < c->size; r++)
 		if (c->wrank[r] < 0)
 			verify = 1;
-	flags = xs_site_exchange(c->comm, xs_site, idx, &nsites, names, 2, verify);
+	flags = xs_site_exchange(c->comm, xs_site, idx, c->size, &nsites, names, 2, verify);
 	if (flags < 0) {
 		rc = -flags;
 		goto fail;

@@ -140,7 +140,7 @@ void xs_comm_unused(struct xs_comm *c);       /* released if freed and idle */
 #define XS_EX_UNSET 1    /* some rank has no XSITE_SITE */
 #define XS_EX_TOOMANY 2  /* more than max_sites sites */
 #define XS_EX_MISMATCH 4 /* different names behind one hash */
-int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int *nsites,
+int xs_site_exchange(MPI_Comm comm, const char *mysite, int *idx, int nidx, int *nsites,
 		     char (*names)[XS_SITE_MAX], int max_sites, int verify);
 uint64_t xs_hash(const char *s);
 

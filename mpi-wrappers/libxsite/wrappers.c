@@ -115,7 +115,7 @@ static void start(int provided)
 	xs_wsite = malloc(sizeof(int) * (size_t)xs_wsize);
 	if (!xs_wsite || PMPI_Comm_group(MPI_COMM_WORLD, &xs_wgroup) != MPI_SUCCESS)
 		goto fail;
-	flags = xs_site_exchange(MPI_COMM_WORLD, xs_site, xs_wsite, &xs_nsites,
+	flags = xs_site_exchange(MPI_COMM_WORLD, xs_site, xs_wsite, xs_wsize, &xs_nsites,
 				 xs_site_names, XS_MAX_SITES, 1);
 	if (flags < 0)
 		goto fail;

@@ -1109,8 +1109,11 @@ static void t_vcoll(enum coll coll, const char *sh, const char *op, const char *
 	c.ip = inplace;
 	c.check = !(coll == EXSCAN && s->rank == 0); /* undefined there */
 	c.nsend = c.nrecv = 1;
-	if (coll == REDUCE_SCATTER || coll == ALLGATHERV)
+	/* zeroed: a rank outside the communicator (size 0) reads cnt[0] */
+	if (coll == REDUCE_SCATTER || coll == ALLGATHERV) {
 		c.cnt = xmalloc(sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
+		memset(c.cnt, 0, sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
+	}
 	if (coll == ALLGATHERV)
 		c.dsp = xmalloc(sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
 	if (coll == ALLGATHERV) {

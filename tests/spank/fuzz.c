@@ -134,7 +134,7 @@ static char *gen(void)
 		case 4: /* append another seed, with a separator */
 			i = (size_t)snprintf(buf + n, sizeof(buf) - n, "%c%s", ",=|["[pick(4)],
 					     seeds[pick(NELEM(seeds))]);
-			n = strlen(buf);
+			n = strnlen(buf, sizeof(buf) - 1);
 			(void)i;
 			break;
 		default: /* repeat the string */

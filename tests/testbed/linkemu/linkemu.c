@@ -575,7 +575,7 @@ static int ctl_client(const char *path, int argc, char **argv)
 	}
 	while (len < sizeof(reply) - 1) {
 		got = read(fd, reply + len, sizeof(reply) - 1 - len);
-		if (got <= 0)
+		if (got <= 0 || (size_t)got > sizeof(reply) - 1 - len)
 			break;
 		len += (size_t)got;
 	}
