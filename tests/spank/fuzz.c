@@ -101,7 +101,7 @@ static char *gen(void)
 	/* a draw that picks nothing: the cases of a seed stay as they were */
 	(void)pick(NELEM(seeds));
 	snprintf(buf, sizeof(buf), "%s", seeds[pick(NELEM(seeds))]);
-	n = strlen(buf);
+	n = strnlen(buf, sizeof(buf) - 1);
 	for (k = 1 + pick(4); k > 0; k--) {
 		switch (pick(6)) {
 		case 0: /* flip a bit */
@@ -138,7 +138,7 @@ static char *gen(void)
 			(void)i;
 			break;
 		default: /* repeat the string */
-			if (2 * n + 1 < sizeof(buf)) {
+			if (n < sizeof(buf) / 2) {
 				memcpy(buf + n, buf, n);
 				n *= 2;
 				buf[n] = '\0';

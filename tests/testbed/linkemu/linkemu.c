@@ -579,6 +579,8 @@ static int ctl_client(const char *path, int argc, char **argv)
 			break;
 		len += (size_t)got;
 	}
+	if (len > sizeof(reply) - 1)
+		len = sizeof(reply) - 1;
 	reply[len] = '\0';
 	close(fd);
 	if (len == 0) {
