@@ -256,8 +256,9 @@ struct xs_comm *xs_comm_get(MPI_Comm comm)
  * The site of every rank of intracommunicator comm: an Allgather of a 64-bit
  * hash of each rank's site name (0: XSITE_SITE unset).  idx[r] is the index
  * of rank r's site in order of first appearance (so rank 0's site is 0), or
- * -1; idx holds nidx entries, at least the communicator's size (else
- * -MPI_ERR_ARG, before any communication); *nsites counts the distinct sites (at most max_sites are told apart).
+ * -1; idx holds nidx entries, at least the communicator's size (a
+ * smaller nidx is the caller's error: -MPI_ERR_ARG); *nsites counts the
+ * distinct sites (at most max_sites are told apart).
  * With verify, the name behind each hash is broadcast from the first rank
  * that has it and every rank checks its own name against it (a hash
  * collision must not merge two sites).  Returns a mask of XS_EX_* or a

@@ -323,6 +323,19 @@ sites_printed() {
 		not_both "$JOB"
 		on_head scancel "$JOB"
 	done
+	# more tasks than the job's top to its node count, without a new top:
+	# refused, naming NumTasks (Slurm 26.05 sets a top of its own, the task
+	# count, and raises it with the tasks); with a new top, decided on it
+	try -H -N1-1 -n1 -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	run ! update JobId="$JOB" NumTasks=2
+	[[ $output == *"xsite: NumTasks=2: more tasks than the job's top of 1 node(s), which Slurm may raise with them"* ]]
+	run -0 on_head squeue -h -j "$JOB" -o %D
+	assert_output 1
+	update JobId="$JOB" NumTasks=4 NumNodes=1-4 || true
+	as scontrol release "$JOB"
+	not_both "$JOB"
+	on_head scancel "$JOB"
 }
 
 @test "a partition's MinNodes counts: a job without a node count is not a one-node job there" {
