@@ -603,8 +603,10 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     -- top: either shape may be the job's, so the change is refused.
     local tasks = count(job_desc, "num_tasks")
     if tasks and top and not new_top and tasks > top then
-      slurm.log_user("xsite: NumTasks=%d: more tasks than the job's top of %d node(s), which Slurm may raise "
-        .. "with them; give NumNodes=MIN-MAX with NumTasks", tasks, top)
+      local why = string.format("NumTasks=%d: more tasks than the job's top of %d node(s), which Slurm may "
+        .. "raise with them; give NumNodes=MIN-MAX with NumTasks", tasks, top)
+      slurm.log_user("xsite: %s", why)
+      slurm.log_info("xsite: job %s: %s (refused)", tostring(job_rec.job_id), why)
       return M.ESLURM_INVALID_NODE_COUNT
     end
     local view = setmetatable({

@@ -324,12 +324,14 @@ sites_printed() {
 		on_head scancel "$JOB"
 	done
 	# more tasks than the job's top to its node count, without a new top:
-	# refused, naming NumTasks (Slurm 26.05 sets a top of its own, the task
-	# count, and raises it with the tasks); with a new top, decided on it
+	# refused (Slurm 26.05 sets a top of its own, the task count, and raises
+	# it with the tasks); scontrol prints the error code's text, slurmctld's
+	# log the reason; with a new top, decided on it
 	try -H -N1-1 -n1 -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
 	run ! update JobId="$JOB" NumTasks=2
-	[[ $output == *"xsite: NumTasks=2: more tasks than the job's top of 1 node(s), which Slurm may raise with them"* ]]
+	assert_output --partial "Node count specification invalid"
+	run -0 grep -c "xsite: job $JOB: NumTasks=2: more tasks than the job's top of 1 node(s)" "$XT_STATE/log/slurmctld.log"
 	run -0 on_head squeue -h -j "$JOB" -o %D
 	assert_output 1
 	update JobId="$JOB" NumTasks=4 NumNodes=1-4 || true
