@@ -167,7 +167,7 @@ local SCHEMA = {
     -- slurmdbd.conf's Purge*After style: 30days, 12hours, 6months; 0 keeps all
     { "ReportRetention", "report_retention", function(text)
       local n, unit = text:match("^(%d+)(%a*)$")
-      local f = ({ hour = 3600, hours = 3600, day = 86400, days = 86400, month = 2592000,
+      local f = unit and ({ hour = 3600, hours = 3600, day = 86400, days = 86400, month = 2592000,
         months = 2592000 })[unit:lower()]
       if n and (f or tonumber(n) == 0) then return tonumber(n) * (f or 0) end
       return nil, string.format("'%s' is not a time to keep records (e.g. 30days, 12hours, 6months; 0 for ever)",

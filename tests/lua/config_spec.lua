@@ -243,6 +243,16 @@ describe("xsite.config.parse", function()
       assert_errors("unknown-key.conf", { line_of("unknown-key.conf", "Colour") .. ": Colour: unknown key" })
     end)
 
+    it("ReportRetention that is not a number and a unit (not a Lua error), and its singular units", function()
+      for _, v in ipairs({ "abc", "days", "-1days", "1.5days", "30weeks" }) do
+        assert.are.same({ "t.conf:4: ReportRetention: '" .. v .. "' is not a time to keep records "
+          .. "(e.g. 30days, 12hours, 6months; 0 for ever)" },
+          parse_errors({ SITE_A, SITE_B, LINK, "ReportRetention=" .. v }))
+      end
+      local cfg = assert(parse_lines({ SITE_A, SITE_B, LINK, "ReportRetention=1Month" }))
+      assert.are.equal(2592000, cfg.policy.report_retention)
+    end)
+
     it("unknown key on a site line says which kind of line", function()
       assert.are.same({ "t.conf:1: Colour: unknown key in a SiteName line" },
         parse_errors({ SITE_A .. " Colour=blue", SITE_B, LINK }))
