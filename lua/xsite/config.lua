@@ -188,6 +188,11 @@ M.DEFAULTS = {
   report_retention = 30 * 86400,
 }
 
+--- The keys of each kind of line ("site", "link", "profile", "global"):
+-- { Key, field, checker (text -> value, or nil and a message), required }.
+-- For reading only.
+M.SCHEMA = SCHEMA
+
 local KEYS = {}  -- kind -> lower-case key -> schema entry
 for kind, entries in pairs(SCHEMA) do
   KEYS[kind] = {}
@@ -690,7 +695,7 @@ function M.check_value(e, text)
 end
 
 --- The schema entry of a key of xsite.conf: kind ("site", "link",
--- "profile", "policy") and the key in lower case.
+-- "profile", "global") and the key in lower case.
 function M.key(kind, key)
   return KEYS[kind] and KEYS[kind][key]
 end

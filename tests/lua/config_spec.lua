@@ -253,6 +253,24 @@ describe("xsite.config.parse", function()
       assert.are.equal(2592000, cfg.policy.report_retention)
     end)
 
+    it("every key's checker, given a value that is no value of it, returns an error, never raises", function()
+      local junk = { "", "abc", "-1", "1e999", "nan", "inf", "-inf", "1.5", "%", "0", "99999999999999999999", "1x",
+        ":", "@", "0x10", "1e-400", "a:b", '""', "days", "1.5days", "MB/s", "1/s", string.rep("9", 400) }
+      local n = 0
+      for kind, entries in pairs(config.SCHEMA) do
+        for _, e in ipairs(entries) do
+          for _, v in ipairs(junk) do
+            local ok, value, msg = pcall(e[3], v)
+            assert(ok, string.format("%s %s=%s: %s", kind, e[1], v, tostring(value)))
+            assert(value ~= nil or type(msg) == "string",
+              string.format("%s %s=%s: no value, no message", kind, e[1], v))
+            n = n + 1
+          end
+        end
+      end
+      assert.is_true(n > 500)
+    end)
+
     it("unknown key on a site line says which kind of line", function()
       assert.are.same({ "t.conf:1: Colour: unknown key in a SiteName line" },
         parse_errors({ SITE_A .. " Colour=blue", SITE_B, LINK }))
