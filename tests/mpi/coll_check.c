@@ -1098,6 +1098,8 @@ static void t_vcoll(enum coll coll, const char *sh, const char *op, const char *
 	char desc[200];
 	long total = 0, bytes = 0;
 	int r, expect;
+	/* the per-rank tables: one entry at least */
+	size_t table = sizeof(int) * (size_t)(s->size > 0 ? s->size : 1);
 
 	if (!wanted(k->name))
 		return;
@@ -1111,11 +1113,11 @@ static void t_vcoll(enum coll coll, const char *sh, const char *op, const char *
 	c.nsend = c.nrecv = 1;
 	/* zeroed: a rank outside the communicator (size 0) reads cnt[0] */
 	if (coll == REDUCE_SCATTER || coll == ALLGATHERV) {
-		c.cnt = xmalloc(sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
-		memset(c.cnt, 0, sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
+		c.cnt = xmalloc(table);
+		memset(c.cnt, 0, table);
 	}
 	if (coll == ALLGATHERV)
-		c.dsp = xmalloc(sizeof(int) * (size_t)(s->size > 0 ? s->size : 1));
+		c.dsp = xmalloc(table);
 	if (coll == ALLGATHERV) {
 		struct dty one = dty_for(type, s->rank + 1, 1);
 
