@@ -31,30 +31,34 @@ setup() {
 @test "base: ping-pong latency with the link set to 0 (inside a site and across)" {
 	local cross intra
 	run -0 tb link set --latency 0
-	cross=$(pingpong_median alpha1 beta1 1000 3)
-	intra=$(pingpong_median alpha1 alpha2 1000 3)
+	cross=$(pingpong_lowest alpha1 beta1 1000 3)
+	intra=$(pingpong_lowest alpha1 alpha2 1000 3)
 	[[ -n $cross && -n $intra ]]
 	printf '%s\n' "$cross" >"$BATS_FILE_TMPDIR/base-cross"
 	printf '%s\n' "$intra" >"$BATS_FILE_TMPDIR/base-intra"
-	printf '# base one-way: across %s us, inside alpha %s us\n' "$cross" "$intra" >&3
+	printf '# base one-way (median, fastest): across %s us, inside alpha %s us\n' "$cross" "$intra" >&3
 	# the delay line adds user-space hops, but far less than the 1 ms and
 	# 5 ms links below (whose checks subtract this base); the bound is wide,
 	# as CI runs two testbeds on 2 cores: this is no timing test
-	fcmp 'a < 1000' "$cross"
-	fcmp 'a < 1000' "$intra"
+	fcmp 'a < 1000' "${cross% *}"
+	fcmp 'a < 1000' "${intra% *}"
 }
 
-# latency_within MS ITERS: with the link set to MS ms one way, the one-way
-# latency across the sites (ITERS round trips, median of 5 runs) is MS ms
-# plus the base latency, within 20 % of MS
+# latency_within MS ITERS: with the link set to MS ms one way, the fastest
+# one-way trip across the sites (ITERS round trips, 5 runs) takes at least
+# MS ms, and no more than MS ms plus the fastest trip with the link at 0,
+# plus 20 % of MS. The fastest trip, not the median: the delay line is what
+# is checked, and a median moves with whatever else the 2 cores run (two
+# testbeds in CI); the medians are printed
 latency_within() {
 	local ms=$1 iters=$2 base m
-	base=$(cat "$BATS_FILE_TMPDIR/base-cross")
+	read -r _ base <"$BATS_FILE_TMPDIR/base-cross"
 	run -0 tb link set --latency "${ms}ms"
-	m=$(pingpong_median alpha1 beta1 "$iters" 5)
-	printf '# %s ms: measured %s us, expected %s us + 20 %% of %s us\n' "$ms" "$m" \
+	m=$(pingpong_lowest alpha1 beta1 "$iters" 5)
+	printf '# %s ms: median %s us, fastest %s us; expected fastest %s us + 20 %% of %s us\n' \
+		"$ms" "${m% *}" "${m#* }" \
 		"$(awk -v b="$base" -v l="$ms" 'BEGIN { print l * 1000 + b }')" "$((ms * 1000))" >&3
-	fcmp 'a >= c && (a - c - b < c / 5) && (a - c - b > -c / 5)' "$m" "$base" "$((ms * 1000))"
+	fcmp 'a >= c && (a - c - b < c / 5)' "${m#* }" "$base" "$((ms * 1000))"
 }
 
 @test "across the sites, one-way latency at 1 ms is within 20 % (+ base)" {
@@ -70,13 +74,13 @@ latency_within() {
 # machine is quiet; CI runs two testbeds on 2 cores, hence the wide bound)
 @test "inside a site, latency is unaffected by a 5 ms link" {
 	local base m
-	base=$(cat "$BATS_FILE_TMPDIR/base-intra")
-	m=$(pingpong_median alpha1 alpha2 1000 3)
-	printf '# inside alpha with the link at 5 ms: %s us (base %s us)\n' "$m" "$base" >&3
-	fcmp 'a < 1000' "$m"
-	m=$(pingpong_median beta1 beta2 1000 3)
-	printf '# inside beta with the link at 5 ms: %s us\n' "$m" >&3
-	fcmp 'a < 1000' "$m"
+	read -r base _ <"$BATS_FILE_TMPDIR/base-intra"
+	m=$(pingpong_lowest alpha1 alpha2 1000 3)
+	printf '# inside alpha with the link at 5 ms: median %s us (base %s us)\n' "${m% *}" "$base" >&3
+	fcmp 'a < 1000' "${m% *}"
+	m=$(pingpong_lowest beta1 beta2 1000 3)
+	printf '# inside beta with the link at 5 ms: median %s us\n' "${m% *}" >&3
+	fcmp 'a < 1000' "${m% *}"
 }
 
 @test "the ranks see the testbed's Open MPI settings" {

@@ -25,9 +25,14 @@ as() {
 	xt_as "$U" "$@"
 }
 
-# update ARGS...: scontrol update as the user (EAGAIN tried again: helpers.bash)
+# update ARGS..., release ID...: scontrol update, scontrol release as the
+# user (EAGAIN tried again: helpers.bash)
 update() {
-	xt_update_as "$U" "$@"
+	xt_scontrol_as "$U" update "$@"
+}
+
+release() {
+	xt_scontrol_as "$U" release "$@"
 }
 
 # try OPTION...: sbatch as the user (a short job); sets JOB (empty when
@@ -43,14 +48,20 @@ try() {
 }
 
 # ran_at ID: the sites the job (every component of a het job, every task of
-# an array) ran at, "alpha", "beta" or "alpha+beta"; waits until it has run
+# an array) ran at, "alpha", "beta" or "alpha+beta"; waits (up to 60 s:
+# CI runs two testbeds on 2 cores) until it has run, and says so on stderr
+# when it has not
 ran_at() {
 	local i nodes='' state
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null | sort -u | paste -sd,) || true
 		[[ -n $state && $state != *PENDING* && $state != *CONFIGURING* ]] && break
 		sleep 0.1
 	done
+	if ((i == 600)); then
+		printf 'job %s has not run after 60 s: %s\n' "$1" \
+			"$(on_head squeue -h -t all -j "$1" -o '%i %T %r %N' 2>&1 | paste -sd';')" >&2
+	fi
 	nodes=$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null | paste -sd,) || true
 	sites_of_nodes "$nodes"
 }
@@ -206,7 +217,7 @@ sites_printed() {
 		try -H -N2 --wrap true
 		[[ -n $JOB ]]
 		update JobId="$JOB" "$change"
-		as scontrol release "$JOB"
+		release "$JOB"
 		one_site "$JOB"
 	done
 	# updates that would make it span are refused, naming what
@@ -214,7 +225,7 @@ sites_printed() {
 		try -H -N2 --wrap true
 		[[ -n $JOB ]]
 		run ! as scontrol update JobId="$JOB" "$change"
-		as scontrol release "$JOB"
+		release "$JOB"
 		one_site "$JOB"
 	done
 }
@@ -276,7 +287,7 @@ sites_printed() {
 	try -H -N2 -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
 	update JobId="$JOB" 'Prefer=site_alpha|site_beta'
-	as scontrol release "$JOB"
+	release "$JOB"
 	not_both "$JOB"
 	on_head scancel "$JOB"
 	# with the link down
@@ -305,7 +316,7 @@ sites_printed() {
 	try -H -n2 --spread-job -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
 	update JobId="$JOB" NumNodes=1-0 || true
-	as scontrol release "$JOB"
+	release "$JOB"
 	not_both "$JOB"
 	on_head scancel "$JOB"
 	# a one-node job whose tasks and CPUs grow while it waits: decided
@@ -319,7 +330,7 @@ sites_printed() {
 			# shellcheck disable=SC2086 # one update of one or two fields
 			update JobId="$JOB" $c || true
 		done
-		as scontrol release "$JOB"
+		release "$JOB"
 		not_both "$JOB"
 		on_head scancel "$JOB"
 	done
@@ -335,7 +346,7 @@ sites_printed() {
 	run -0 on_head squeue -h -j "$JOB" -o %D
 	assert_output 1
 	update JobId="$JOB" NumTasks=4 NumNodes=1-4 || true
-	as scontrol release "$JOB"
+	release "$JOB"
 	not_both "$JOB"
 	on_head scancel "$JOB"
 }
@@ -352,7 +363,7 @@ sites_printed() {
 	try -H -p other -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
 	update JobId="$JOB" Partition=wide || true
-	as scontrol release "$JOB"
+	release "$JOB"
 	not_both "$JOB"
 	on_head scancel "$JOB"
 }
@@ -363,7 +374,7 @@ sites_printed() {
 	[[ -n $JOB ]]
 	update JobId="$JOB" 'Prefer=site_alpha|site_beta'
 	update JobId="$JOB" NumNodes=2-2
-	as scontrol release "$JOB"
+	release "$JOB"
 	not_both "$JOB"
 	on_head scancel "$JOB"
 }
@@ -406,11 +417,11 @@ until_record() {
 	# the owner's release: the first and the tasks run at one site; the
 	# second is in an administrator's hold now, which its owner cannot
 	# release
-	as scontrol release "$fits" "$arr"
+	release "$fits" "$arr"
 	for t in "$fits" "${arr}_1" "${arr}_2"; do
 		[[ $(ran_at "$t") == alpha || $(ran_at "$t") == beta ]]
 	done
-	run ! as scontrol release "$big"
+	run ! release "$big"
 	# nor give it a priority back through Nice= (Slurm would)
 	run ! as scontrol update JobId="$big" Nice=10
 	[[ $(on_head squeue -h -j "$big" -o '%r %Q') == 'JobHeldAdmin 0' ]]
@@ -422,7 +433,8 @@ until_record() {
 		[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldUser ]] && break
 		sleep 0.1
 	done
-	as scontrol release "$big"
+	[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldUser ]]
+	release "$big"
 	[[ $(ran_at "$big") == alpha+beta ]]
 }
 

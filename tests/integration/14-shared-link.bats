@@ -44,7 +44,7 @@ licenses() {
 
 # update ARGS...: scontrol update as the user (EAGAIN tried again: helpers.bash)
 update() {
-	xt_update_as "$U" "$@"
+	xt_scontrol_as "$U" update "$@"
 }
 
 setup_file() {

@@ -195,9 +195,6 @@ build_pingpong() {
 	mpicc -O2 -o "$XT_STATE/work/pingpong" "$XT_REPO/mpi-wrappers/xsite-pingpong.c"
 }
 
-# pingpong_median NODE_A NODE_B ITERS [RUNS]: median one-way latency in us;
-# with RUNS > 1, the lowest median of that many runs (2 cores run every node
-# and daemon: a run can lose its CPU to another process for milliseconds)
 # mpi_startup_crash OUTPUT: whether OUTPUT shows a rank dying in Open MPI's
 # start-up (a rank that receives while still in MPI_Init; see
 # mpi-wrappers/libxsite/README.md), which an MPI job without libxsite meets
@@ -207,8 +204,13 @@ mpi_startup_crash() {
 	[[ $1 == *'Segmentation fault'* || $1 == *'Caught signal 11'* ]]
 }
 
-pingpong_median() {
-	local a=$1 b=$2 n=$3 runs=${4:-1} out best='' m r rc try
+# pingpong_lowest NODE_A NODE_B ITERS [RUNS]: "MEDIAN MIN", one-way
+# latencies in us of ITERS round trips: with RUNS > 1, the lowest median and
+# the lowest minimum of that many runs (2 cores run every node and daemon: a
+# run can lose its CPU to another process for milliseconds, which moves a
+# median; the fastest trip is bounded below by the delay on the path alone)
+pingpong_lowest() {
+	local a=$1 b=$2 n=$3 runs=${4:-1} out med='' min='' m r rc try
 	for ((r = 0; r < runs; r++)); do
 		# a second try after a start-up crash, and only then
 		for try in 1 2; do
@@ -224,16 +226,19 @@ pingpong_median() {
 			return 1
 		fi
 		printf '%s\n' "$out" | tap_note
-		m=$(sed -nE 's/.* median=([0-9.]+) .*/\1/p' <<<"$out")
+		m=$(sed -nE 's/.* min=([0-9.]+) median=([0-9.]+) .*/\2 \1/p' <<<"$out")
 		[[ -n $m ]] || {
 			printf 'pingpong %s-%s: no result in: %s\n' "$a" "$b" "$out" >&2
 			return 1
 		}
-		if [[ -z $best ]] || fcmp 'a < b' "$m" "$best"; then
-			best=$m
+		if [[ -z $med ]] || fcmp 'a < b' "${m% *}" "$med"; then
+			med=${m% *}
+		fi
+		if [[ -z $min ]] || fcmp 'a < b' "${m#* }" "$min"; then
+			min=${m#* }
 		fi
 	done
-	printf '%s\n' "$best"
+	printf '%s %s\n' "$med" "$min"
 }
 
 # wait_idle TIMEOUT NODE...: until each node is idle (not completing, responding)
@@ -281,21 +286,22 @@ xt_as() {
 	(cd "$XT_STATE/work/$user" && tb on head runuser -u "$user" -- "$@")
 }
 
-# xt_update_as USER ARGS...: scontrol update ARGS as USER.  Slurm 24.11 now
-# and then answers a valid update with EAGAIN ("Resource temporarily
-# unavailable": try again), more often on a loaded machine (5 tries a second
-# apart were once all refused so, with two test runs sharing 2 cores); that
-# answer, and only that, is tried again, for up to 30 s
-xt_update_as() {
+# xt_scontrol_as USER COMMAND ARGS...: scontrol COMMAND ARGS as USER (update,
+# release, ...).  Slurm 24.11 now and then answers a valid request with
+# EAGAIN ("Resource temporarily unavailable": try again), more often on a
+# loaded machine (5 tries a second apart were once all refused so, with two
+# test runs sharing 2 cores); that answer, and only that, is tried again, for
+# up to 30 s
+xt_scontrol_as() {
 	local user=$1 try out
 	shift
 	for ((try = 1; try <= 30; try++)); do
-		if out=$(xt_as "$user" scontrol update "$@" 2>&1); then
+		if out=$(xt_as "$user" scontrol "$@" 2>&1); then
 			printf '%s\n' "$out"
 			return 0
 		fi
 		[[ $out == *'Resource temporarily unavailable'* ]] || break
-		printf '# scontrol update %s: try %d: %s\n' "$*" "$try" "$(tail -n 1 <<<"$out")" >&3
+		printf '# scontrol %s: try %d: %s\n' "$*" "$try" "$(tail -n 1 <<<"$out")" >&3
 		sleep 1
 	done
 	printf '%s\n' "$out"
