@@ -483,10 +483,16 @@ EOF
 	assert_line 'beta2 beta beta:2 0 1000 125'
 
 	# srun's own address space while it runs: one liblua, both plugins
+	# (read again until both plugins are there, for up to 5 s: a loaded
+	# machine's srun can take that long to load them)
 	run -0 --separate-stderr on_head env SLURM_CONF="$dir/slurm.conf" bash -c '
-		srun -N1 sleep 2 & pid=$!
-		sleep 1
-		grep -oE "/[^ ]*(liblua[^ /]*|cli_filter_lua\.so|/xsite\.so)$" "/proc/$pid/maps" | sort -u
+		srun -N1 sleep 6 & pid=$!
+		for ((i = 0; i < 50; i++)); do
+			maps=$(grep -oE "/[^ ]*(liblua[^ /]*|cli_filter_lua\.so|/xsite\.so)$" "/proc/$pid/maps" | sort -u)
+			[[ $maps == *cli_filter_lua.so* && $maps == */xsite.so* ]] && break
+			sleep 0.1
+		done
+		printf "%s\n" "$maps"
 		wait "$pid"'
 	printf '# %s\n' "${lines[@]}" >&3
 	assert_line --regexp '/cli_filter_lua\.so$'

@@ -209,11 +209,12 @@ teardown() {
 	assert_output --regexp 'Total=100 Used=0 '
 }
 
-# wait_load USED: until the testbed's xsite load (every 5 s) has written
-# Used=USED for the link's license, then 6 s for job_submit's cache
+# wait_load USED: until the testbed's xsite load (every 5 s, and slower on
+# a loaded machine: up to 60 s here) has written Used=USED for the link's
+# license, then 6 s for job_submit's cache
 wait_load() {
 	local i
-	for ((i = 0; i < 150; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		grep -q "^License=xsite_link Total=100 Used=$1[ $]" "$XT_STATE/run/link.load" 2>/dev/null && break
 		sleep 0.1
 	done

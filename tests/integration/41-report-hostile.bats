@@ -226,7 +226,9 @@ setup() {
 	rec=$(report_of "$job" batch)
 	end=$(stat -c %Y "$XT_STATE/reports/$job/report.json")
 	start=$(cut -d. -f1 "$XT_STATE/work/$U/t-end")
-	assert [ $((end - start)) -le 2 ]
+	# read, it cost root minutes (issue: 115 s of CPU); the bound leaves
+	# room for a loaded machine's end of step, and is no timing test
+	assert [ $((end - start)) -le 10 ]
 	run -0 grep -o 'MPI traffic record ignored: traffic-batch.json: 67108864 bytes, over TrafficMaxSize (1048576 bytes); not read' <<<"$rec"
 	run ! test -e "$XT_STATE/reports/$job/mpi/traffic-batch.json"
 }
@@ -234,7 +236,7 @@ setup() {
 @test "a FIFO as the traffic record does not block root" {
 	local job rec
 	job=$(submit --wrap 'mkfifo "$XSITE_TRAFFIC_FILE"')
-	run -0 gone "$job" 15
+	run -0 gone "$job" 60
 	rec=$(report_of "$job" batch)
 	run -0 grep -o 'MPI traffic record ignored: traffic-batch.json: not a regular file of uid [0-9]*' <<<"$rec"
 }
@@ -251,7 +253,7 @@ setup() {
 @test "once the job has ended its mpi/ is root's: the user cannot write there any more" {
 	local job
 	job=$(submit --wrap 'touch "$(dirname "$XSITE_TRAFFIC_FILE")/during"')
-	run -0 gone "$job" 15
+	run -0 gone "$job" 60
 	run -0 stat -c '%U %a' "$XT_STATE/reports/$job/mpi"
 	assert_output 'root 700'
 	run -0 test -e "$XT_STATE/reports/$job/mpi/during"
@@ -292,7 +294,7 @@ setup() {
 	ln -s / "$XT_STATE/reports/900001/mpi/root"
 	touch -d '-31 days' "$XT_STATE/reports/900001" "$XT_STATE/reports/900002"
 	job=$(submit --wrap true)
-	run -0 gone "$job" 15
+	run -0 gone "$job" 60
 	run ! test -e "$XT_STATE/reports/900001"
 	run -0 test -d "$XT_STATE/reports/900002"
 	run -0 test -d "$XT_STATE/reports/900003"
@@ -317,7 +319,7 @@ setup() {
 	# --export puts it in the job's environment only: slurmctld never sees it
 	p="op=1$(printf '%*s' 120000 '')x "
 	job=$(submit --export="ALL,XSITE_COMM_PROFILE=$p" --wrap true)
-	run -0 gone "$job" 15
+	run -0 gone "$job" 60
 	run -0 report_of "$job" batch
 	assert_output --partial 'no prediction: --comm-profile: 120006 characters, more than the 256 it may have'
 }

@@ -310,10 +310,10 @@ xt_scontrol_as() {
 
 # report_of JOB STEP: the job's record in ReportDir once it has STEP
 # (slurmstepd writes it when the step's processes are gone, after Slurm says
-# the job ended), within 10 s
+# the job ended), within 30 s (a loaded machine ends steps slowly)
 report_of() {
 	local i f=$XT_STATE/reports/$1/report.json
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 300; i++)); do
 		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
 			cat "$f"
 			return 0
