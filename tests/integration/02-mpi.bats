@@ -24,7 +24,8 @@ setup() {
 }
 
 @test "srun --mpi=pmix runs an MPI job across both sites" {
-	run -0 --separate-stderr on_head srun -N2 -n2 -w alpha2,beta2 --mpi=pmix ./pingpong -n 10 -t 30
+	run_mpi on_head srun -N2 -n2 -w alpha2,beta2 --mpi=pmix ./pingpong -n 10 -t 30
+	assert_success
 	assert_line --regexp '^pingpong from=alpha2 to=beta2 bytes=8 iters=10 '
 }
 

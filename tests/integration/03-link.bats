@@ -87,7 +87,8 @@ rtt_min() {
 @test "link cut: a job inside one site still runs" {
 	run -0 tb link cut
 	assert_output --partial 'cut'
-	run -0 --separate-stderr on_head srun -N2 -n2 -w alpha1,alpha2 --mpi=pmix ./pingpong -n 200 -t 30
+	run_mpi on_head srun -N2 -n2 -w alpha1,alpha2 --mpi=pmix ./pingpong -n 200 -t 30
+	assert_success
 	assert_line --regexp '^pingpong from=alpha1 to=alpha2 '
 }
 
@@ -107,7 +108,8 @@ rtt_min() {
 	assert_output --partial 'RTT alpha1 -> beta1'
 	# beta1 may still be finishing the failed job of the cut; use the others
 	wait_idle 60 alpha2 beta2
-	run -0 --separate-stderr on_head srun -N2 -n2 -w alpha2,beta2 --mpi=pmix ./pingpong -n 200 -t 30
+	run_mpi on_head srun -N2 -n2 -w alpha2,beta2 --mpi=pmix ./pingpong -n 200 -t 30
+	assert_success
 	assert_line --regexp '^pingpong from=alpha2 to=beta2 '
 }
 

@@ -224,7 +224,7 @@ sites_printed() {
 	for change in 'Features=[site_alpha*1&site_beta*1]' 'ReqNodeList=alpha1,beta1'; do
 		try -H -N2 --wrap true
 		[[ -n $JOB ]]
-		run ! as scontrol update JobId="$JOB" "$change"
+		run ! update JobId="$JOB" "$change"
 		release "$JOB"
 		one_site "$JOB"
 	done
@@ -429,7 +429,7 @@ until_record() {
 	done
 	run ! release "$big"
 	# nor give it a priority back through Nice= (Slurm would)
-	run ! as scontrol update JobId="$big" Nice=10
+	run ! update JobId="$big" Nice=10
 	[[ $(on_head squeue -h -j "$big" -o '%r %Q') == 'JobHeldAdmin 0' ]]
 	# the link back: the second goes back to its owner's hold, and spans
 	rm -f "$XT_STATE/run/link.state"

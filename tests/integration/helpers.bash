@@ -204,24 +204,28 @@ mpi_startup_crash() {
 	[[ $1 == *'Segmentation fault'* || $1 == *'Caught signal 11'* ]]
 }
 
+# run_mpi CMD...: bats' run --separate-stderr of an MPI job without
+# libxsite; once more after such a start-up crash, and only then
+# shellcheck disable=SC2154 # status, output, stderr: set by bats' run
+run_mpi() {
+	run --separate-stderr "$@"
+	if ((status != 0)) && mpi_startup_crash "$output$stderr"; then
+		printf '# a rank crashed (Open MPI start-up); once more: %s\n' "$*" >&3
+		run --separate-stderr "$@"
+	fi
+}
+
 # pingpong_lowest NODE_A NODE_B ITERS [RUNS]: "MEDIAN MIN", one-way
 # latencies in us of ITERS round trips: with RUNS > 1, the lowest median and
 # the lowest minimum of that many runs (2 cores run every node and daemon: a
 # run can lose its CPU to another process for milliseconds, which moves a
 # median; the fastest trip is bounded below by the delay on the path alone)
 pingpong_lowest() {
-	local a=$1 b=$2 n=$3 runs=${4:-1} out med='' min='' m r rc try
+	local a=$1 b=$2 n=$3 runs=${4:-1} out med='' min='' m r
 	for ((r = 0; r < runs; r++)); do
-		# a second try after a start-up crash, and only then
-		for try in 1 2; do
-			rc=0
-			out=$(on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60 2>&1) || rc=$?
-			if ((rc == 0 || try == 2)) || ! mpi_startup_crash "$out"; then
-				break
-			fi
-			printf '# pingpong %s-%s: a rank crashed (Open MPI start-up); once more\n' "$a" "$b" >&3
-		done
-		if ((rc != 0)); then
+		run_mpi on_head srun -N2 -n2 -w "$a,$b" --mpi=pmix ./pingpong -n "$n" -t 60
+		out=$stderr$'\n'$output
+		if ((status != 0)); then
 			printf 'pingpong %s-%s failed: %s\n' "$a" "$b" "$out" >&2
 			return 1
 		fi
