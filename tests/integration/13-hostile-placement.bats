@@ -50,7 +50,7 @@ try() {
 # ran_at ID: the sites the job (every component of a het job, every task of
 # an array) ran at, "alpha", "beta" or "alpha+beta"; waits (up to 60 s:
 # CI runs two testbeds on 2 cores) until it has run, and says so on stderr
-# when it has not
+# when it has not; its state, nodes and record on stderr
 ran_at() {
 	local i nodes='' state
 	for ((i = 0; i < 600; i++)); do
@@ -63,6 +63,8 @@ ran_at() {
 			"$(on_head squeue -h -t all -j "$1" -o '%i %T %r %N' 2>&1 | paste -sd';')" >&2
 	fi
 	nodes=$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null | paste -sd,) || true
+	# for the reader of a failure (bats shows a passing test's output to no one)
+	printf 'job %s: %s on "%s"; %s\n' "$1" "$state" "$nodes" "$(record_of "$1")" >&2
 	sites_of_nodes "$nodes"
 }
 
