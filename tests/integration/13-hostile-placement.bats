@@ -49,21 +49,21 @@ try() {
 
 # ran_at ID: the sites the job (every component of a het job, every task of
 # an array) ran at, "alpha", "beta" or "alpha+beta"; waits (up to 60 s:
-# CI runs two testbeds on 2 cores) until it has run, and says so on stderr
-# when it has not; its state, nodes and record on stderr
+# CI runs two testbeds on 2 cores) until it has run, each part on its
+# nodes, in one answer of squeue (one that failed or came while slurmctld
+# was busy is asked again); its state, nodes and record on stderr (bats
+# shows them when the test fails)
 ran_at() {
-	local i nodes='' state
+	local i out='' state='' nodes=''
 	for ((i = 0; i < 600; i++)); do
-		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null | sort -u | paste -sd,) || true
-		[[ -n $state && $state != *PENDING* && $state != *CONFIGURING* ]] && break
+		out=$(on_head squeue -h -t all -j "$1" -o '%T|%N' 2>/dev/null) || out=
+		state=$(cut -d'|' -f1 <<<"$out" | sort -u | paste -sd,)
+		nodes=$(cut -s -d'|' -f2 <<<"$out" | paste -sd,)
+		[[ -n $out && $state != *PENDING* && $state != *CONFIGURING* && $out != *'|' && $out != *$'|\n'* ]] &&
+			break
 		sleep 0.1
 	done
-	if ((i == 600)); then
-		printf 'job %s has not run after 60 s: %s\n' "$1" \
-			"$(on_head squeue -h -t all -j "$1" -o '%i %T %r %N' 2>&1 | paste -sd';')" >&2
-	fi
-	nodes=$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null | paste -sd,) || true
-	# for the reader of a failure (bats shows a passing test's output to no one)
+	((i < 600)) || printf 'job %s has not run after 60 s\n' "$1" >&2
 	printf 'job %s: %s on "%s"; %s\n' "$1" "$state" "$nodes" "$(record_of "$1")" >&2
 	sites_of_nodes "$nodes"
 }
