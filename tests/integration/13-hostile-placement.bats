@@ -49,17 +49,18 @@ try() {
 
 # ran_at ID: the sites the job (every component of a het job, every task of
 # an array) ran at, "alpha", "beta" or "alpha+beta"; waits (up to 60 s:
-# CI runs two testbeds on 2 cores) until it has run, each part on its
-# nodes, in one answer of squeue (one that failed or came while slurmctld
-# was busy is asked again); its state, nodes and record on stderr (bats
-# shows them when the test fails)
+# CI runs two testbeds on 2 cores) until it has run and is not COMPLETING
+# (Slurm gives a completing job's node list as the nodes still completing),
+# each part on its nodes, in one answer of squeue (one that failed is
+# asked again); its state, nodes and record on stderr (bats shows them
+# when the test fails)
 ran_at() {
 	local i out='' state='' nodes=''
 	for ((i = 0; i < 600; i++)); do
 		out=$(on_head squeue -h -t all -j "$1" -o '%T|%N' 2>/dev/null) || out=
 		state=$(cut -d'|' -f1 <<<"$out" | sort -u | paste -sd,)
 		nodes=$(cut -s -d'|' -f2 <<<"$out" | paste -sd,)
-		[[ -n $out && $state != *PENDING* && $state != *CONFIGURING* && $out != *'|' && $out != *$'|\n'* ]] &&
+		[[ -n $out && ! $state =~ PENDING|CONFIGURING|COMPLETING && $out != *'|' && $out != *$'|\n'* ]] &&
 			break
 		sleep 0.1
 	done
@@ -92,13 +93,19 @@ one_site() {
 }
 
 # not_both ID: the job is not at both sites: it ran at one, or after 5 s
-# it still waits (a shape only both sites could hold, pinned)
+# it still waits (a shape only both sites could hold, pinned); a job that
+# ran is looked at once it is not COMPLETING (see ran_at), within 60 s
 not_both() {
 	local i state at
 	for ((i = 0; i < 50; i++)); do
 		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
 		[[ -n $state && $state != PENDING && $state != CONFIGURING ]] && break
 		sleep 0.1
+	done
+	for ((i = 0; i < 600; i++)); do
+		[[ $state != *COMPLETING* ]] && break
+		sleep 0.1
+		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
 	done
 	at=$(sites_of_nodes "$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null)")
 	[[ $at != *+* ]] || {
@@ -389,7 +396,7 @@ sites_printed() {
 
 # record_of ID: the job's xsite record (its AdminComment)
 record_of() {
-	on_head squeue -h -j "$1" -O admin_comment:0 2>/dev/null
+	on_head squeue -h -t all -j "$1" -O admin_comment:0 2>/dev/null
 }
 
 # until_record ID REGEX: wait (up to 30 s; xsite load runs every 5 s) until
