@@ -47,21 +47,23 @@ try() {
 	JOB=${JOB%%;*}
 }
 
-# ran_at ID: the sites the job (every component of a het job, every task of
-# an array) ran at, "alpha", "beta" or "alpha+beta"; waits (up to 60 s:
-# CI runs two testbeds on 2 cores) until it has run and is not COMPLETING
-# (Slurm gives a completing job's node list as the nodes still completing),
-# each part on its nodes, in one answer of squeue (one that failed is
-# asked again); its state, nodes and record on stderr (bats shows them
-# when the test fails)
+# ran_at ID [SECONDS]: the sites the job (every component of a het job,
+# every task of an array) ran at, "alpha", "beta" or "alpha+beta"; waits
+# (up to 60 s: CI runs two testbeds on 2 cores) until it has run and is not
+# COMPLETING (Slurm gives a completing job's node list as the nodes still
+# completing), each part on its nodes, in one answer of squeue (one that
+# failed is asked again); "" for a job still PENDING after SECONDS (default
+# 60).  Its state, nodes and record on stderr (bats shows them when the
+# test fails).
 ran_at() {
-	local i out='' state='' nodes=''
+	local i out='' state='' nodes='' pending=$((${2:-60} * 10))
 	for ((i = 0; i < 600; i++)); do
 		out=$(on_head squeue -h -t all -j "$1" -o '%T|%N' 2>/dev/null) || out=
 		state=$(cut -d'|' -f1 <<<"$out" | sort -u | paste -sd,)
 		nodes=$(cut -s -d'|' -f2 <<<"$out" | paste -sd,)
 		[[ -n $out && ! $state =~ PENDING|CONFIGURING|COMPLETING && $out != *'|' && $out != *$'|\n'* ]] &&
 			break
+		((i >= pending)) && [[ $state == PENDING ]] && break
 		sleep 0.1
 	done
 	((i < 600)) || printf 'job %s has not run after 60 s\n' "$1" >&2
@@ -87,29 +89,19 @@ one_site() {
 	local at
 	at=$(ran_at "$1")
 	[[ $at == alpha || $at == beta ]] || {
-		printf 'job %s ran at "%s" (%s)\n' "$1" "$at" "$(on_head squeue -h -t all -j "$1" -o '%i %T %N %r')" >&2
+		printf 'job %s ran at "%s"\n' "$1" "$at" >&2
 		return 1
 	}
 }
 
-# not_both ID: the job is not at both sites: it ran at one, or after 5 s
-# it still waits (a shape only both sites could hold, pinned); a job that
-# ran is looked at once it is not COMPLETING (see ran_at), within 60 s
+# not_both ID: the job is not at both sites: it ran at one (judged once
+# it is not COMPLETING, see ran_at), or after 5 s it still waits (a shape
+# only both sites could hold, pinned)
 not_both() {
-	local i state at
-	for ((i = 0; i < 50; i++)); do
-		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
-		[[ -n $state && $state != PENDING && $state != CONFIGURING ]] && break
-		sleep 0.1
-	done
-	for ((i = 0; i < 600; i++)); do
-		[[ $state != *COMPLETING* ]] && break
-		sleep 0.1
-		state=$(on_head squeue -h -t all -j "$1" -o %T 2>/dev/null) || true
-	done
-	at=$(sites_of_nodes "$(on_head squeue -h -t all -j "$1" -o %N 2>/dev/null)")
+	local at
+	at=$(ran_at "$1" 5)
 	[[ $at != *+* ]] || {
-		printf 'job %s ran at %s (%s)\n' "$1" "$at" "$(on_head squeue -h -t all -j "$1" -o '%i %T %N %r')" >&2
+		printf 'job %s ran at %s\n' "$1" "$at" >&2
 		return 1
 	}
 }
