@@ -10,6 +10,10 @@
  *   D/JOBID/.lock         root, 0600 (steps ending at once take turns)
  *   D/JOBID/mpi/          U, 0700 while the job runs: libxsite writes
  *                         traffic-STEP.json here; root's (0700) once it ended
+ *   D/.lock               root, 0600: steps making their directory and the
+ *                         pruner take turns (a lock on D itself could be
+ *                         taken by anyone: flock needs only a read-only
+ *                         descriptor, and D is readable by all)
  *   D/.prune              root: where the last pruning stopped
  *   D/.stale.JOBID.XXXXXXXXXX   an earlier job's directory, moved aside
  *
@@ -360,6 +364,33 @@ static int open_root_dir(int parent, const char *name, dev_t dev, struct stat *s
 	return fd;
 }
 
+/*
+ * ReportDir's lock, D/.lock (root's, 0600, made if missing), locked within
+ * timeout_ms (0: tried once): its descriptor (closing it unlocks), or -1
+ * with errno (ETIMEDOUT; EWOULDBLOCK when tried once).
+ */
+static int lock_spool(int spool, dev_t dev, int timeout_ms)
+{
+	struct stat ls;
+	int fd = openat(spool, LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600), e;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &ls) < 0 || !S_ISREG(ls.st_mode) || ls.st_uid != 0 || ls.st_dev != dev ||
+	    ((ls.st_mode & 077) && fchmod(fd, 0600) < 0)) {
+		close(fd);
+		errno = EPERM;
+		return -1;
+	}
+	if ((timeout_ms > 0 ? lock_within(fd, timeout_ms) : flock(fd, LOCK_EX | LOCK_NB)) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 /* Who a job directory was made for. */
 struct stamp {
 	unsigned uid;
@@ -439,7 +470,7 @@ static int open_job(const char *dir, const struct xsite_report_step *st, int cre
 	char name[16], prefix[32], aside[48];
 	struct stat ss, js, ls;
 	struct stamp s;
-	int spool, fd = -1, i, locked = 0;
+	int spool, fd = -1, i, lock = -1;
 
 	spool = open_spool(dir, &ss, err);
 	if (spool < 0)
@@ -449,14 +480,13 @@ static int open_job(const char *dir, const struct xsite_report_step *st, int cre
 	if (create) {
 		/*
 		 * Steps starting at once take turns to look and to make.  A file
-		 * system that locks no directory (NFS turns flock into a POSIX
-		 * lock, which a read-only descriptor cannot take) goes without:
-		 * the new directory still appears whole (renamed into place), and
-		 * a directory is only moved aside while it is the one looked at.
+		 * system that cannot lock (NFS without its lock service) goes
+		 * without: the new directory still appears whole (renamed into
+		 * place), and a directory is only moved aside while it is the one
+		 * looked at.
 		 */
-		if (lock_within(spool, XSITE_SPOOL_LOCK_TIMEOUT_MS) == 0)
-			locked = 1;
-		else if (errno == ETIMEDOUT) {
+		lock = lock_spool(spool, ss.st_dev, XSITE_SPOOL_LOCK_TIMEOUT_MS);
+		if (lock < 0 && errno == ETIMEDOUT) {
 			*err = xsite_fmt("ReportDir %s: locked by another step for more than %d s", dir,
 					 XSITE_SPOOL_LOCK_TIMEOUT_MS / 1000);
 			goto fail;
@@ -517,15 +547,15 @@ static int open_job(const char *dir, const struct xsite_report_step *st, int cre
 	}
 	if (create)
 		futimens(fd, NULL);	/* a running job's directory is never old */
-	if (locked)
-		flock(spool, LOCK_UN);
+	if (lock >= 0)
+		close(lock);
 	close(spool);
 	return fd;
 fail:
 	if (fd >= 0)
 		close(fd);
-	if (locked)
-		flock(spool, LOCK_UN);
+	if (lock >= 0)
+		close(lock);
 	close(spool);
 	return -1;
 }
@@ -1142,7 +1172,7 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 	char *text, *rerr = NULL, *warn = NULL, *cursor = NULL, resume[NAME_MAX + 1] = "";
 	long budget = XSITE_PRUNE_FILES, pos = 0, here;
 	DIR *d = NULL;
-	int spool, fd, rc = -1;
+	int spool, fd, lock, rc = -1;
 
 	*err = NULL;
 	memset(done, 0, sizeof(*done));
@@ -1152,7 +1182,8 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 	if (spool < 0)
 		return -1;
 	/* one pruner at a time, and never while a step makes its directory (where locks work) */
-	if (flock(spool, LOCK_EX | LOCK_NB) < 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
+	lock = lock_spool(spool, ss.st_dev, 0);
+	if (lock < 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
 		close(spool);
 		return 0;
 	}
@@ -1261,7 +1292,8 @@ out:
 	free(warn);
 	if (d != NULL)
 		closedir(d);
-	flock(spool, LOCK_UN);
+	if (lock >= 0)
+		close(lock);
 	close(spool);
 	return rc;
 }

@@ -5,8 +5,8 @@
  *   report.c   the traffic record in ReportDir/JOBID/mpi/ as the user can
  *              leave it: a symbolic link, a FIFO, a 64 MiB file, another
  *              user's file, binary junk, truncated JSON, deep nesting, a
- *              directory; a job id that comes back; the job's end (mpi/
- *              taken back); ReportRetention (bounded pruning, no link
+ *              directory; a job id that comes back; a lock a user holds
+ *              on ReportDir; the job's end (mpi/ taken back); ReportRetention (bounded pruning, no link
  *              followed); the --xsite-report writer, which the user can stop
  *              or kill: root returns within its deadline.
  *   remote.c   the same through the plugin's slurmstepd entry points
@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/acl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -739,6 +740,60 @@ static void age(const char *path, long seconds)
 	utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
 }
 
+/*
+ * ReportDir is readable by everyone, and flock needs only a read-only
+ * descriptor: a user holding a lock on it must not stall the steps of the
+ * node, nor keep the pruner out; the lock root takes is on a file nobody
+ * else can open.
+ */
+static void test_spool_lock(void)
+{
+	struct xsite_prune done;
+	struct stat st;
+	char *err = NULL;
+	double t0, secs;
+	int ready[2], rc;
+	pid_t pid;
+
+	prepare(130, owner, &err);	/* ReportDir and its lock file exist */
+	free(err);
+	if (pipe(ready) < 0) {
+		perror("pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		close(ready[0]);
+		if (setgroups(0, NULL) < 0 || setresgid(owner_gid, owner_gid, owner_gid) < 0 ||
+		    setresuid(owner, owner, owner) < 0)
+			_exit(2);
+		fd = open(reports, O_RDONLY | O_DIRECTORY);
+		if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	ok(read(ready[0], &(char){ 0 }, 1) == 1, "a user holds a lock on ReportDir itself");
+	close(ready[0]);
+	t0 = now_s();
+	rc = prepare(131, owner, &err);
+	secs = now_s() - t0;
+	ok(rc == 0 && secs < 2, "a step makes its directory while a user holds a lock on ReportDir (%.2f s)", secs);
+	diag("err", err);
+	free(err);
+	rc = xsite_report_prune(reports, 30L * 86400, time(NULL), &done, &err);
+	ok(rc == 0 && done.scanned > 0, "the pruner is not kept out by it (scanned %u)", done.scanned);
+	diag("err", err);
+	free(err);
+	ok(stat(path_of("reports/.lock"), &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0600 &&
+	   user_reads(owner, path_of("reports/.lock")) == 1, "root's lock is ReportDir/.lock, which nobody else can open");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 static void test_prune(void)
 {
 	struct xsite_prune done;
@@ -1179,6 +1234,7 @@ int main(int argc, char **argv)
 	test_traffic();
 	test_mount();
 	test_reuse();
+	test_spool_lock();
 	test_prune();
 	test_wait();
 	test_copy();
