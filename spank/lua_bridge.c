@@ -77,25 +77,38 @@ static const char *const code_names[] = {
 static void set_error(struct xsite_lua *x, enum xsite_lua_code code, const char *format, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* xsite.config gives one error a line: join them with "; " for the logs (frees s). */
+/*
+ * An error as one log line (frees s): xsite.config gives one error a line,
+ * joined with "; "; any other control character (a user's text quoted in
+ * the message: a node list, an option's value) as \xHH.
+ */
 static char *one_line(char *s)
 {
-	size_t n = 0, i, j;
+	size_t len, i, j;
+	unsigned char c;
 	char *out;
 
-	if (s == NULL || strchr(s, '\n') == NULL)
+	if (s == NULL)
 		return s;
-	for (i = 0; s[i] != '\0'; i++)
-		n += (s[i] == '\n');
-	out = malloc(i + n + 1);
-	if (out == NULL)
+	len = strlen(s);
+	out = malloc(len * 4 + 1);
+	if (out == NULL) {
+		for (i = 0; i < len; i++) {
+			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+				s[i] = '?';
+		}
 		return s;
-	for (i = 0, j = 0; s[i] != '\0'; i++) {
-		if (s[i] == '\n') {
+	}
+	for (i = 0, j = 0; i < len; i++) {
+		c = (unsigned char)s[i];
+		if (c == '\n') {
 			out[j++] = ';';
 			out[j++] = ' ';
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(out + j, 5, "\\x%02x", c);
+			j += 4;
 		} else {
-			out[j++] = s[i];
+			out[j++] = (char)c;
 		}
 	}
 	out[j] = '\0';

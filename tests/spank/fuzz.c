@@ -217,6 +217,8 @@ static int clear_message(const char *err, int input_newline)
 	       (input_newline || strchr(err, '\n') == NULL);
 }
 
+static int has_control(const char *v);
+
 static int nl(const char *s)
 {
 	return s != NULL && strchr(s, '\n') != NULL;
@@ -474,9 +476,9 @@ static void fuzz_task_env(struct target *t, struct xsite_lua *x)
 		const char *e = xsite_lua_error(x);
 
 		t->rejected++;
-		if (e == NULL || strncmp(e, "SLURM_JOB_NODELIST: ", 20) != 0 || strchr(e, '\n') != NULL)
-			fail(t, "nodelist '%s': the message does not name SLURM_JOB_NODELIST: %s", show(nodes),
-			     show(e));
+		if (e == NULL || strncmp(e, "SLURM_JOB_NODELIST: ", 20) != 0 || has_control(e))
+			fail(t, "nodelist '%s': the message does not name SLURM_JOB_NODELIST on one clean line: %s",
+			     show(nodes), show(e));
 	}
 	free(host);
 	free(nodes);
