@@ -233,12 +233,11 @@ local function check_syntax(text)
     if at then return string.format("%s at character %d", rule[2], at) end
   end
   local _, opens = text:gsub("%[", "")
-  local _, closes = text:gsub("%]", "")
   if opens > 1 then return "more than one [...] group (Slurm allows one)" end
-  if opens ~= closes then return "unbalanced '['" end
-  _, opens = text:gsub("%(", "")
-  _, closes = text:gsub("%)", "")
-  if opens ~= closes then return "unbalanced '('" end
+  -- what is left of balanced pairs holds no bracket (`x]&[y` has as many
+  -- of each, in the wrong order)
+  if (text:gsub("%b[]", "")):find("[%[%]]") then return "unbalanced '['" end
+  if (text:gsub("%b()", "")):find("[()]") then return "unbalanced '('" end
   return nil
 end
 
@@ -318,6 +317,7 @@ end
 -- @return the new constraint, or nil and why not
 function M.distribute(user, add)
   local open, close = user:find("%b[]")
+  if not open then return nil, "it has no whole [...] group" end
   local inner = user:sub(open + 1, close - 1)
   local feats = {}
   for f in add:sub(2, -2):gmatch("[^|]+") do feats[#feats + 1] = f end

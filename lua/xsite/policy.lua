@@ -144,6 +144,8 @@ end
 --- Decide where a job runs.
 -- @param req a table: `cfg` (xsite.config), `nodes` (the fewest nodes the
 --   job can get), `max_nodes` (the most it can get; default `nodes`),
+--   `topless` (true when the job gave no top to its node count: then a
+--   count in its constraint or --prefer lets it get any number of nodes),
 --   `affinity` (`--site-affinity`, nil for the configured default),
 --   `profile` (`--comm-profile`, nil for the default), `features` (the user's
 --   constraint), `prefer` (the user's `--prefer`: Slurm schedules with it
@@ -320,7 +322,11 @@ function M.decide(req)
   if type(most) ~= "number" or most < n then most = n end
   local total = 0
   for _, s in ipairs(cfg.sites) do total = total + #s.nodes end
-  if most > total and n <= total then most = total end
+  -- A count (`ib*2`, `[a*1&b*1]`) in the constraint or --prefer of a job
+  -- with no top to its node count: Slurm raises the count to the counts'
+  -- sum, up to the partition's MaxNodes, so the job may get any number.
+  if req.topless and (ua.counts or (pa and pa.counts)) then most = total end
+  if most > total then most = math.max(n, total) end
   d.nodes, d.min_nodes = most, n
 
   local het = req.het

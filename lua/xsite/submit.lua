@@ -402,6 +402,7 @@ local function decide(job_desc, slurm, flags, extra)
     prefer = extra.prefer,
     req_nodes = extra.req_nodes,
     nodelist_sites = extra.nodelist_sites,
+    topless = extra.topless,
     het = extra.het,
     override = extra.override,
     time_limit = set(tl) and tl * 60 or nil,
@@ -436,6 +437,28 @@ local function decide(job_desc, slurm, flags, extra)
   return slurm.SUCCESS, d
 end
 
+-- Whether a job or a change xsite failed to judge (an internal error) is
+-- refused: under FailMode=closed, unless root or SlurmUser asks.
+local function fails_closed(uid)
+  if M.privileged(uid) then return false end
+  local ok, cfg = pcall(state.conf.get)
+  return state.fail_closed or (ok and cfg and cfg.policy.fail_mode == "closed") or false
+end
+
+-- An internal error met judging a job or a change (`what`, for the log):
+-- refused when `refuse` (the user is told `user_says`), else accepted
+-- unchanged; logged either way.
+local function internal_error(slurm, err, refuse, what, user_says)
+  if refuse then
+    slurm.log_error("xsite: internal error, %s refused: %s", what, tostring(err))
+    slurm.log_user("xsite: %s: xsite could not judge it (an internal error, logged); please tell the administrators",
+      user_says)
+    return slurm.ERROR
+  end
+  slurm.log_error("xsite: internal error, %s accepted unchanged: %s", what, tostring(err))
+  return slurm.SUCCESS
+end
+
 -- job_submit's work, under its pcall (no closure a job).
 local function submit_job(job_desc, slurm, submit_uid, part_list)
   local offset = job_desc.het_job_offset
@@ -445,6 +468,7 @@ local function submit_job(job_desc, slurm, submit_uid, part_list)
     prefer = job_desc.prefer,
     req_nodes = job_desc.req_nodes,
     licenses = job_desc.licenses,
+    topless = count(job_desc, "max_nodes") == nil,
     het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
     override = M.privileged(submit_uid) and submit_uid or nil,
   })
@@ -461,10 +485,7 @@ end
 function M.job_submit(job_desc, slurm, submit_uid, part_list)
   if not state.conf then M.setup(config.locate()) end
   local ok, rc = pcall(submit_job, job_desc, slurm, submit_uid, part_list)
-  if not ok then
-    slurm.log_error("xsite: internal error, job accepted unchanged: %s", tostring(rc))
-    return slurm.SUCCESS
-  end
+  if not ok then return internal_error(slurm, rc, fails_closed(submit_uid), "job", "job rejected") end
   return rc
 end
 
@@ -653,6 +674,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       floor = M.partition_floor(job_desc.partition ~= "" and job_desc.partition or job_rec.partition, part_list,
         top), pin_one_node = recheck and recheck.link == "down" }
     if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
+    extra.topless = top == nil
     local offset = job_rec.het_job_offset
     if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
       -- the whole heterogeneous job stays where it was placed
@@ -741,9 +763,12 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     return rc
   end)
   if not ok then
-    slurm.log_error("xsite: internal error, modification accepted unchanged: %s", tostring(rc))
     if M.recheck_request(job_desc.admin_comment) then job_desc.admin_comment = job_rec.admin_comment or "" end
-    return slurm.SUCCESS
+    -- Mode=enforce: a change xsite cannot judge could take the job out of
+    -- its pin; refused, the job stays as it was
+    local okc, cfg = pcall(state.conf.get)
+    return internal_error(slurm, rc, fails_closed(modify_uid) or
+      (okc and cfg and cfg.policy.mode == "enforce" and not M.privileged(modify_uid)), "modification", "change refused")
   end
   return rc
 end

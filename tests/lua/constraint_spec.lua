@@ -59,6 +59,8 @@ describe("xsite.constraint.analyse", function()
       ["(a&[b|c])"] = "inside parentheses", ["a&"] = "missing at the end", ["a b"] = "blank",
       ["[a"] = "unbalanced '['", ["(a"] = "unbalanced '('", ["a*0"] = "positive count",
       ["[a|b]*2"] = "count after ']'", ["a\0b"] = "control", ["a]"] = "unbalanced '['",
+      -- as many of each, in the wrong order
+      ["x]&[y"] = "unbalanced '['", ["a)&(b"] = "unbalanced '('",
       -- naming a site: parsed in full
       ["site_a]"] = "unexpected ']'", ["site_a&((b))"] = "nested parentheses", ["[site_a"] = "unbalanced '['",
     }

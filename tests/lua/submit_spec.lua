@@ -309,6 +309,60 @@ describe("xsite.submit", function()
     assert.matches("internal error, job accepted unchanged: .*boom", s.errors[1])
   end)
 
+  it("under FailMode=closed an internal error rejects the job, except root's", function()
+    setup_conf(CONF .. "FailMode=closed\n")
+    local s = fake_slurm()
+    local evil = setmetatable({}, { __index = function(_, k)
+      if k == "spank_job_env" then return {} end
+      error("boom on " .. k)
+    end })
+    assert.are.equal(-1, submit.job_submit(evil, s, 1000))
+    assert.matches("internal error, job refused: .*boom", s.errors[1])
+    assert.matches("^xsite: job rejected: xsite could not judge it", s.user[1])
+    assert.are.equal(0, submit.job_submit(evil, s, 0))
+  end)
+
+  it("Mode=enforce: a change it cannot judge is refused, the job unchanged", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, features = "ib" })
+    submit.job_submit(j, s)
+    local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = {} }
+    local evil = setmetatable({ features = "ib" }, { __index = function(_, k)
+      if k == "min_nodes" then return 3 end
+      if k == "admin_comment" then return nil end
+      error("boom on " .. k)
+    end })
+    assert.are.equal(-1, submit.job_modify(evil, rec, s, 1000))
+    assert.matches("internal error, modification refused: .*boom", s.errors[#s.errors])
+    assert.matches("^xsite: change refused: xsite could not judge it", s.user[#s.user])
+    -- root's change goes through as given
+    assert.are.equal(0, submit.job_modify(evil, rec, s, 0))
+    -- Mode=advise promises nothing: accepted, logged
+    setup_conf(CONF .. "Mode=advise\n")
+    assert.are.equal(0, submit.job_modify(evil, rec, s, 1000))
+    assert.matches("internal error, modification accepted unchanged: .*boom", s.errors[#s.errors])
+  end)
+
+  it("a count in the constraint or --prefer of a job with no top to its node count: any number of nodes", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    -- no -N: Slurm raises the node count to the counts' sum, so the job is
+    -- judged as the whole cluster's; a pin cannot go with a count: refused
+    for _, f in ipairs({ { features = "[site_a*1&site_b*1]" }, { features = "ib*2" },
+        { prefer = "[site_a*1&site_b*1]" } }) do
+      local j = job({ min_nodes = submit.NO_VAL, max_nodes = submit.NO_VAL, features = f.features,
+        prefer = f.prefer })
+      assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s, 1000))
+      assert.matches("it has a node count %(%*N%)", s.user[#s.user])
+      assert.matches(" n=6 ", j.admin_comment or s.info[#s.info])
+    end
+    -- with a top, the top bounds it
+    local j = job({ min_nodes = 1, max_nodes = 1, features = "ib*1" })
+    assert.are.equal(0, submit.job_submit(j, s, 1000))
+    assert.matches("a one%-node job", s.user[#s.user])
+  end)
+
   it("decides again when a pending job's node count changes", function()
     setup_conf(CONF)
     local s = fake_slurm()
