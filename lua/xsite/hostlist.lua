@@ -6,10 +6,12 @@
 -- groups in one name expand as a product (`r[1-2]n[1-3]`).  Bad syntax returns
 -- `nil, message`; nothing here raises on bad input.
 --
--- Code that runs in slurmctld on a user's hostlist (`--nodelist`) never
--- expands it: `count` adds up its ranges and `sites` finds the sites it
--- names from an index of the configured nodes, with work bounded by the
--- length of the expression (at most `MAX_LENGTH`) and the cluster's size.
+-- Code that runs as root on a user's hostlist (`--nodelist` in slurmctld,
+-- a job's node list in slurmstepd) never expands it: `count` adds up its
+-- ranges, `sites` finds the sites it names and `site_counts` how many of
+-- its names each site has, from an index of the configured nodes, with
+-- work bounded by the length of the expression (at most `MAX_LENGTH`) and
+-- the cluster's size.
 -- @module xsite.hostlist
 
 local M = {}
@@ -18,10 +20,13 @@ local M = {}
 M.MAX_HOSTS = 1000000
 --- The most bracket groups one host name may have.
 M.MAX_GROUPS = 16
---- The longest expression `count` and `sites` take.
+--- The longest expression `count`, `sites` and `site_counts` take.
 M.MAX_LENGTH = 8192
+--- The longest job node list `site_counts` takes (a fragmented allocation
+-- of tens of thousands of nodes).
+M.MAX_NODELIST = 262144
 --- The most (host expression with several bracket groups x configured node)
--- comparisons `sites` makes.
+-- comparisons `sites` and `site_counts` make.
 M.MAX_MATCHES = 5000
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
@@ -243,11 +248,12 @@ end
 
 -- Parse a whole expression into its host items (lists of literal parts and
 -- range groups) and the number of names they stand for, without expanding.
-local function parse_items(list)
+local function parse_items(list, max)
+  max = max or M.MAX_LENGTH
   if type(list) ~= "string" then return nil, "hostlist must be a string" end
   if list == "" then return nil, "empty hostlist" end
-  if #list > M.MAX_LENGTH then
-    return nil, string.format("hostlist longer than %d characters", M.MAX_LENGTH)
+  if #list > max then
+    return nil, string.format("hostlist longer than %d characters", max)
   end
   local items, total = {}, 0
   for _, item in ipairs(split_top(list)) do
@@ -299,7 +305,9 @@ local function matches(parts, name)
 end
 
 -- The index of a configuration's nodes: per site, "prefix\0suffix" of each
--- name (split at its last number) to the sorted list of { number, digits }.
+-- name (split at its last number) to its numbers by the length of their
+-- digits, each list sorted; and per site, the names by their leading
+-- letters (up to the first digit).
 local indexes = setmetatable({}, { __mode = "k" })
 
 local function index_of(cfg)
@@ -318,11 +326,13 @@ local function index_of(cfg)
       if digits and #digits <= 9 then
         local key = pre .. "\0" .. suf
         by_key[key] = by_key[key] or {}
-        table.insert(by_key[key], { tonumber(digits), digits })
+        local by_len = by_key[key]
+        by_len[#digits] = by_len[#digits] or {}
+        table.insert(by_len[#digits], tonumber(digits))
       end
     end
-    for _, l in pairs(by_key) do
-      table.sort(l, function(a, b) return a[1] < b[1] end)
+    for _, by_len in pairs(by_key) do
+      for _, nums in pairs(by_len) do table.sort(nums) end
     end
     idx[si] = by_key
     idx.by_lead[si] = by_lead
@@ -331,31 +341,118 @@ local function index_of(cfg)
   return idx
 end
 
--- Whether a sorted { number, digits } list holds a name of one of `ranges`.
-local function any_in(list, ranges)
-  for _, r in ipairs(ranges) do
-    local lo, hi = 1, #list + 1
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      if list[mid][1] < r[1] then lo = mid + 1 else hi = mid end
-    end
-    local fmt = "%0" .. r[3] .. "d"
-    for i = lo, #list do
-      local e = list[i]
-      if e[1] > r[2] then break end
-      if e[2] == string.format(fmt, e[1]) then return true end
-    end
+-- How many entries of a sorted list are below v.
+local function below(nums, v)
+  local lo, hi = 1, #nums + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if nums[mid] < v then lo = mid + 1 else hi = mid end
   end
-  return false
+  return lo - 1
 end
 
--- The sites of `hit` (a set), in the configuration's order.
-local function in_config_order(cfg, hit)
-  local out = {}
-  for _, site in ipairs(cfg.sites) do
-    if hit[site] then out[#out + 1] = site end
+-- How many names of an index entry (numbers by digit length) the ranges
+-- name.  A range of width w (zero-padded, "[001-140]") names numbers written
+-- with exactly w digits, and longer ones without a leading zero; width 0
+-- names numbers without a leading zero.  Binary searches: no name is made.
+local function count_in(by_len, ranges)
+  local n = 0
+  for len, nums in pairs(by_len) do
+    for _, r in ipairs(ranges) do
+      local lo, hi = r[1], r[2]
+      if len > r[3] and len > 1 then lo = math.max(lo, 10 ^ (len - 1)) end
+      if len >= r[3] and lo <= hi then n = n + below(nums, hi + 1) - below(nums, lo) end
+    end
   end
-  return out
+  return n
+end
+
+-- Per site (the configuration's order), how many of the names of parsed
+-- items are its nodes; with `first`, counting at one site stops at its
+-- first.  Work bounded by the items and the cluster's size; nil and a
+-- message past MAX_MATCHES comparisons of an item with several bracket
+-- groups.
+local function tally(cfg, items, first)
+  local idx = index_of(cfg)
+  local counts, at, budget = {}, {}, M.MAX_MATCHES
+  for si, site in ipairs(cfg.sites) do counts[si], at[site] = 0, si end
+  for _, parts in ipairs(items) do
+    local groups = 0
+    for _, p in ipairs(parts) do
+      if type(p) == "table" then groups = groups + 1 end
+    end
+    if groups == 0 then
+      local s = cfg.site_of_node[table.concat(parts)]
+      if s then counts[at[s]] = counts[at[s]] + 1 end
+    elseif groups == 1 and type(parts[2]) == "table" and not parts[1]:find("%d$")
+        and not (parts[3] or ""):find("%d") then
+      -- prefix[ranges]suffix, split where the index splits a name: it answers
+      local key = parts[1] .. "\0" .. (parts[3] or "")
+      for si = 1, #cfg.sites do
+        local by_len = idx[si][key]
+        if by_len then counts[si] = counts[si] + count_in(by_len, parts[2]) end
+      end
+    else
+      -- compare with the nodes whose name starts with the item's literal
+      -- prefix and then a digit (all of them when the prefix is empty or
+      -- ends in a digit)
+      local pre = type(parts[1]) == "string" and parts[1] or ""
+      local by_lead = (pre ~= "" and not pre:find("%d$")) and idx.by_lead or nil
+      for si, site in ipairs(cfg.sites) do
+        if not (first and counts[si] > 0) then
+          local candidates = by_lead and (by_lead[si][pre] or {}) or site.nodes
+          budget = budget - #candidates
+          if budget < 0 then
+            return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
+          end
+          for _, name in ipairs(candidates) do
+            if matches(parts, name) then
+              counts[si] = counts[si] + 1
+              if first then break end
+            end
+          end
+        end
+      end
+    end
+  end
+  return counts
+end
+
+-- The names of an expression without brackets, each looked up (nil and a
+-- message for an empty or invalid name); nil when it has brackets or is
+-- too long for this.
+local function plain_names(list, max)
+  if type(list) ~= "string" or #list > max or list == "" or list:find("[", 1, true) then return nil end
+  if list:find("^,") or list:find(",$") or list:find(",,", 1, true) then
+    return nil, string.format("empty host name in '%s'", list:sub(1, 60))
+  end
+  local bad = list:find("[^%w%-%_%.,]")
+  if bad then
+    return nil, string.format("invalid character in host name at character %d of '%s'", bad, list:sub(1, 60))
+  end
+  local names = {}
+  for name in list:gmatch("[^,]+") do names[#names + 1] = name end
+  return names
+end
+
+-- Per site, how many names an expression names, and how many names it has.
+local function site_tally(list, cfg, first, max)
+  local names, err = plain_names(list, max)
+  if err then return nil, err end
+  if names then
+    local counts, at, site_of = {}, {}, cfg.site_of_node
+    for si, site in ipairs(cfg.sites) do counts[si], at[site] = 0, si end
+    for _, name in ipairs(names) do
+      local s = site_of[name]
+      if s then counts[at[s]] = counts[at[s]] + 1 end
+    end
+    return counts, #names
+  end
+  local items, total = parse_items(list, max)
+  if not items then return nil, total end
+  local counts, terr = tally(cfg, items, first)
+  if not counts then return nil, terr end
+  return counts, total
 end
 
 --- The sites of a configuration whose nodes an expression names, without
@@ -365,66 +462,26 @@ end
 -- @return the sites named, in the configuration's order (names that are
 --   no site's are ignored), and the number of names; or nil and a message
 function M.sites(list, cfg)
-  if type(list) == "string" and #list <= M.MAX_LENGTH and list ~= "" and not list:find("[", 1, true) then
-    -- names only: each looked up
-    if list:find("^,") or list:find(",$") or list:find(",,", 1, true) then
-      return nil, string.format("empty host name in '%s'", list:sub(1, 60))
-    end
-    local bad = list:find("[^%w%-%_%.,]")
-    if bad then
-      return nil, string.format("invalid character in host name at character %d of '%s'", bad, list:sub(1, 60))
-    end
-    local hit, n, site_of = {}, 0, cfg.site_of_node
-    for name in list:gmatch("[^,]+") do
-      n = n + 1
-      local s = site_of[name]
-      if s then hit[s] = true end
-    end
-    return in_config_order(cfg, hit), n
+  local counts, total = site_tally(list, cfg, true, M.MAX_LENGTH)
+  if not counts then return nil, total end
+  local out = {}
+  for si, site in ipairs(cfg.sites) do
+    if counts[si] > 0 then out[#out + 1] = site end
   end
-  local items, total = parse_items(list)
-  if not items then return nil, total end
-  local idx = index_of(cfg)
-  local hit, budget = {}, M.MAX_MATCHES
-  for _, parts in ipairs(items) do
-    local groups = 0
-    for _, p in ipairs(parts) do
-      if type(p) == "table" then groups = groups + 1 end
-    end
-    if groups == 0 then
-      local s = cfg.site_of_node[table.concat(parts)]
-      if s then hit[s] = true end
-    elseif groups == 1 and type(parts[2]) == "table" then
-      -- prefix[ranges]suffix: the index answers
-      local key = parts[1] .. "\0" .. (parts[3] or "")
-      for si, site in ipairs(cfg.sites) do
-        local l = idx[si][key]
-        if not hit[site] and l and any_in(l, parts[2]) then hit[site] = true end
-      end
-    else
-      -- several groups: compare with the nodes whose name starts with the
-      -- item's literal prefix and then a digit (all of them when the
-      -- prefix is empty or ends in a digit)
-      local pre = type(parts[1]) == "string" and parts[1] or ""
-      local by_lead = (pre ~= "" and not pre:find("%d$")) and idx.by_lead or nil
-      for si, site in ipairs(cfg.sites) do
-        local candidates = by_lead and (by_lead[si][pre] or {}) or site.nodes
-        if not hit[site] then
-          budget = budget - #candidates
-          if budget < 0 then
-            return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
-          end
-          for _, name in ipairs(candidates) do
-            if matches(parts, name) then
-              hit[site] = true
-              break
-            end
-          end
-        end
-      end
-    end
-  end
-  return in_config_order(cfg, hit), total
+  return out, total
+end
+
+--- How many of an expression's names are nodes of each site, without
+-- expanding it (root reads a job's node list from the step's environment,
+-- which its owner controls): work and memory bounded by the expression's
+-- length (at most `MAX_NODELIST`) and the cluster's size.  A name is counted
+-- as often as the expression names it.
+-- @param list a hostlist expression (SLURM_JOB_NODELIST)
+-- @param cfg a configuration (xsite.config)
+-- @return an array of counts in the configuration's site order, and the
+--   number of names (those of no site included); or nil and a message
+function M.site_counts(list, cfg)
+  return site_tally(list, cfg, false, M.MAX_NODELIST)
 end
 
 return M

@@ -83,20 +83,15 @@ local printable = safe.printable
 
 local whole = safe.whole
 
--- Nodes of a host list per site of the configuration.
+-- Nodes of a host list per site of the configuration (the list is never
+-- expanded: it comes from the step's environment).
 -- @return { total, split = { nA, nB }, outside }, or nil and a message
 local function place(cfg, nodelist)
-  local names, err = hostlist.expand(nodelist)
-  if not names then return nil, err end
-  local split, outside = {}, 0
-  for i = 1, #cfg.sites do split[i] = 0 end
-  local index = {}
-  for i, s in ipairs(cfg.sites) do index[s] = i end
-  for _, n in ipairs(names) do
-    local s = cfg.site_of_node[n]
-    if s then split[index[s]] = split[index[s]] + 1 else outside = outside + 1 end
-  end
-  return { total = #names, split = json.array(split), outside = outside }
+  local split, total = hostlist.site_counts(nodelist, cfg)
+  if not split then return nil, total end
+  local outside = total
+  for _, k in ipairs(split) do outside = outside - k end
+  return { total = total, split = json.array(split), outside = outside }
 end
 M.place = place
 

@@ -97,16 +97,14 @@ function handlers.task_env(req)
   else
     warn[#warn + 1] = string.format("node '%s' is in no site of %s; XSITE_SITE not set", host, cfg.file)
   end
-  local names, herr = hostlist.expand(nodelist)
-  if not names then return fail("invalid", "SLURM_JOB_NODELIST: " .. herr) end
-  local count, outside = {}, 0
-  for _, n in ipairs(names) do
-    local s = cfg.site_of_node[n]
-    if s then count[s] = (count[s] or 0) + 1 else outside = outside + 1 end
-  end
-  local parts = {}
-  for _, s in ipairs(cfg.sites) do
-    if count[s] then parts[#parts + 1] = s.name .. ":" .. count[s] end
+  -- counted from its ranges, never expanded (the step's environment is
+  -- its owner's)
+  local count, total = hostlist.site_counts(nodelist, cfg)
+  if not count then return fail("invalid", "SLURM_JOB_NODELIST: " .. total) end
+  local parts, outside = {}, total
+  for si, s in ipairs(cfg.sites) do
+    if count[si] > 0 then parts[#parts + 1] = s.name .. ":" .. count[si] end
+    outside = outside - count[si]
   end
   if outside > 0 then
     warn[#warn + 1] = string.format("%d node(s) of the job in no site of %s", outside, cfg.file)

@@ -284,6 +284,43 @@ describe("xsite.hostlist without expanding", function()
     assert.are.same({ "a", 1000 }, { sites("a[000-999]") })
   end)
 
+  it("counts the names of each site as expanding would, with no list made", function()
+    -- per site from the expansion, for comparison
+    local function by_expansion(list)
+      local counts = { 0, 0 }
+      local names = assert(hostlist.expand(list))
+      for _, n in ipairs(names) do
+        local s = cfg.site_of_node[n]
+        if s then counts[s.name == "a" and 1 or 2] = counts[s.name == "a" and 1 or 2] + 1 end
+      end
+      return counts, #names
+    end
+    for _, list in ipairs({ "a001", "a[001-140]", "a[1-200]", "a[001-005,003-009],b[0-9]", "a[0001-0140]",
+        "a[99-140]", "a[100-140],a[010-099]", "b[1-4],gpu-b[1-2]-x", "b[01-04]", "gpu-b[1-2]-[x]",
+        "a0[01-40]", "a00[1-9]", "[a-b]", "x[1-3]a001", "a[001-002]b", "b1,b2,a001,zz", "a[000-999]" }) do
+      local c, n = hostlist.site_counts(list, cfg)
+      if c then
+        local want, wn = by_expansion(list)
+        assert.are.same({ want, wn }, { c, n }, list)
+      else
+        assert.is_nil(hostlist.expand(list), list)
+      end
+    end
+  end)
+
+  it("counts a hostile node list from the ranges: no name made, little memory", function()
+    -- 8000-character names, a million of them: expanding would take 8 GB
+    local list = string.rep("x", 8000) .. "[000000-999999]," .. "a[001-140],b[1-4]"
+    collectgarbage("collect")
+    local before = collectgarbage("count")
+    local c, n = hostlist.site_counts(list, cfg)
+    assert.are.same({ { 140, 4 }, 1000144 }, { c, n })
+    assert.is_true(collectgarbage("count") - before < 1024, "less than 1 MiB of Lua heap")
+    local long, err = hostlist.site_counts(string.rep("a001,", 60000) .. "a001", cfg)
+    assert.is_nil(long)
+    assert.matches("longer than 262144 characters", err)
+  end)
+
   it("refuses what is too long or too complex to check", function()
     assert.is_nil(hostlist.sites(string.rep("a001,", 20000), cfg))
     local many = {}
