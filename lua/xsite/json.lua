@@ -101,8 +101,11 @@ end
 --- Default limits of `decode` (each can be given in its `opts`).
 -- `max_depth`: arrays and objects inside each other; `max_items`: elements
 -- of one array or members of one object; `max_string`: bytes of one string
--- or key once decoded; `max_values`: values in the whole text.
-M.LIMITS = { max_depth = 200, max_items = math.huge, max_string = math.huge, max_values = math.huge }
+-- or key once decoded; `max_values`: values in the whole text;
+-- `max_long_strings`: strings and keys of 32 bytes or more as written (see
+-- `long_strings`).
+M.LIMITS = { max_depth = 200, max_items = math.huge, max_string = math.huge, max_values = math.huge,
+  max_long_strings = math.huge }
 
 local ESCAPES = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
 
@@ -263,6 +266,33 @@ function decode_value(s, i, depth)
   fail(i, "unexpected " .. shown(c))
 end
 
+-- The strings and keys of 32 bytes or more of a text as written, counted
+-- from the positions of their quotes (none is made); the count stops past
+-- `limit`.  Lua 5.1 to 5.3 hash such a string from some of its bytes only:
+-- many that differ elsewhere share one chain of the string table, and
+-- making each compares it with all those before it, a cost that grows with
+-- the square of their number.  A text with too many is refused unread.
+local function long_strings(s, limit)
+  local n, i = 0, 1
+  while n <= limit do
+    local open = s:find('"', i, true)
+    if not open then break end
+    local j = open + 1
+    while true do
+      local q = s:find('["\\]', j)
+      if not q then return n end
+      if s:byte(q) ~= 92 then
+        j = q
+        break
+      end
+      j = q + 2
+    end
+    if j - open - 1 >= 32 then n = n + 1 end
+    i = j + 1
+  end
+  return n
+end
+
 --- Decode JSON text.  `null` becomes `M.null`; arrays are marked (`M.is_array`).
 -- @param text the text
 -- @param opts optional limits (see `M.LIMITS`); past one, the text is refused
@@ -274,6 +304,10 @@ function M.decode(text, opts)
   lim_items = opts.max_items or M.LIMITS.max_items
   lim_string = opts.max_string or M.LIMITS.max_string
   lim_values = opts.max_values or M.LIMITS.max_values
+  local lim_long = opts.max_long_strings or M.LIMITS.max_long_strings
+  if lim_long < math.huge and long_strings(text, lim_long) > lim_long then
+    return nil, string.format("more than %d strings of 32 bytes or more", lim_long)
+  end
   nvalues = 0
   local ok, v, i = pcall(decode_value, text, 1, 0)
   if not ok then

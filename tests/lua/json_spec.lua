@@ -252,6 +252,17 @@ describe("xsite.json.decode", function()
     v, err = json.decode("[1,2,3]", { max_values = 3 })
     assert.is_nil(v)
     assert.are.equal("offset 6: more than 3 values", err)
+    -- strings and keys of 32 bytes or more as written, counted before any is made
+    local long = string.rep("k", 32)
+    assert.are.same({ [long] = { long, "short", "\\\"" } },
+      json.decode('{"' .. long .. '":["' .. long .. '","short","\\\\\\""]}', { max_long_strings = 2 }))
+    v, err = json.decode('["' .. long .. '","' .. long .. '","' .. long .. '"]', { max_long_strings = 2 })
+    assert.is_nil(v)
+    assert.are.equal("more than 2 strings of 32 bytes or more", err)
+    -- an escaped quote does not end a string
+    v, err = json.decode('["' .. string.rep("\\\"", 16) .. '","' .. long .. '"]', { max_long_strings = 1 })
+    assert.is_nil(v)
+    assert.are.equal("more than 1 strings of 32 bytes or more", err)
     -- the defaults
     assert.are.equal(200, json.LIMITS.max_depth)
   end)

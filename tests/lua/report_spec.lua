@@ -170,6 +170,30 @@ describe("xsite.report", function()
     assert.matches("over TrafficMaxSize %(1048576 bytes%)", rec.steps[1].notes[1])
   end)
 
+  it("reads no traffic record built to collide in Lua's string table, and says so in one line", function()
+    -- 28000 distinct 32-byte keys that differ only in bytes Lua 5.1 to 5.3
+    -- leave out of a long string's hash: decoding them took 8 s of root's
+    -- CPU in slurmstepd on Lua 5.1, growing with the square of their number
+    local keys = {}
+    for i = 1, 28000 do
+      local b = { string.rep("k", 32):byte(1, -1) }
+      local v = i
+      for pos = 1, 31, 2 do  -- a 32-byte string's hash reads bytes 2, 4, ..., 32
+        b[pos] = 97 + v % 26
+        v = math.floor(v / 26)
+      end
+      keys[i] = '"' .. string.char((unpack or table.unpack)(b)) .. '":0'
+    end
+    local text = "{" .. table.concat(keys, ",") .. "}"
+    assert.is_true(#text < 1048576)
+    local t0 = os.clock()
+    local rec = report.step_end(json.encode(start(cfg())), 1010, text, nil, nil)
+    assert.is_true(os.clock() - t0 < 1, "refused before any string of it is made")
+    assert.are.equal(json.null, rec.steps[1].mpi)
+    assert.matches("MPI traffic record ignored: not JSON %(more than 4096 strings of 32 bytes or more%)",
+      rec.steps[1].notes[1])
+  end)
+
   it("shows what the user wrote escaped and cut short in notes and log lines", function()
     local rec, log = ended(cfg(), nil, traffic(1, 1, { version = "\27]0;owned\7\n" .. string.rep("v", 100) }))
     local note = rec.steps[1].notes[1]
