@@ -920,6 +920,23 @@ Site=alpha Free=1*2")
   assert_equal "$(cat "$BATS_TEST_TMPDIR/link.load")" kept
 }
 
+@test "tune reads only regular records nobody else may write, and never looks where a user may" {
+  local dir=$BATS_TEST_TMPDIR/reports
+  mkdir -p "$dir"/5 "$dir"/6 "$dir"/7 "$dir"/.stale.deep.x
+  mkfifo "$dir"/5/report.json "$dir"/.stale.deep.x/report.json
+  ln -s /etc/passwd "$dir"/6/report.json
+  printf '{}' >"$dir"/7/report.json
+  chmod 0666 "$dir"/7/report.json
+  # a FIFO opened for reading would block until someone writes: bounded here
+  run --separate-stderr timeout 20 "$XSITE" --config "$TESTBED" tune --profile solver --report-dir "$dir"
+  [[ $status -ne 124 ]]
+  use_stderr
+  assert_line "xsite tune: $dir/5/report.json: not a regular file (left out)"
+  assert_line "xsite tune: $dir/6/report.json: not a regular file (left out)"
+  assert_line "xsite tune: $dir/7/report.json: writable by group or others (mode 666) (left out)"
+  refute_output --partial ".stale"
+}
+
 @test "explain under Mode=advise changes nothing and never rejects for policy" {
   local conf
   conf=$(testbed_with 's/^Mode=enforce$/Mode=advise/')

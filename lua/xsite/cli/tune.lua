@@ -39,16 +39,35 @@ profile line.
 ]],
 }
 
--- Every readable record under dir; the unreadable and broken ones are named on stderr.
+-- Every readable record under dir (DIR/JOBID/report.json), read only when
+-- it is a regular file of root's (or of this process's user) that nobody
+-- else may write: a directory a job's owner may still write, one the
+-- pruner moved aside (.stale.*), is not looked in.  The unreadable and
+-- broken ones are named on stderr.
 local function read_records(dir, io_)
-  local found = shell.run({ "find", dir, "-mindepth", "2", "-maxdepth", "2", "-name", report.FILE },
-    { stderr = "drop" })
-  local paths = {}
-  for path in found:gmatch("[^\n]+") do paths[#paths + 1] = path end
-  table.sort(paths)
+  local found = shell.run({ "find", dir, "-mindepth", "2", "-maxdepth", "2", "-name", report.FILE,
+    "-printf", "%y %U %m %p\n" }, { stderr = "drop" })
+  local entries = {}
+  for kind, uid, mode, path in found:gmatch("(%a) (%d+) (%d+) ([^\n]+)") do
+    if not path:match("/%.[^/]*/[^/]*$") then
+      entries[#entries + 1] = { path = path, kind = kind, uid = tonumber(uid), mode = tonumber(mode, 8) }
+    end
+  end
+  table.sort(entries, function(a, b) return a.path < b.path end)
+  local me = fs.euid()
   local records, bad = {}, 0
-  for _, path in ipairs(paths) do
-    local text, rerr = fs.read_capped(path, report.MAX_RECORD)
+  for _, e in ipairs(entries) do
+    local path = e.path
+    local text, rerr
+    if e.kind ~= "f" then
+      rerr = path .. ": not a regular file"
+    elseif e.uid ~= 0 and e.uid ~= me then
+      rerr = string.format("%s: owned by uid %d, not by root", path, e.uid)
+    elseif math.floor(e.mode / 2) % 2 == 1 or math.floor(e.mode / 16) % 2 == 1 then
+      rerr = string.format("%s: writable by group or others (mode %03o)", path, e.mode)
+    else
+      text, rerr = fs.read_capped(path, report.MAX_RECORD)
+    end
     local rec, derr
     if text then rec, derr = report.decode(text, path) end
     if rec then
