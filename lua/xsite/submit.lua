@@ -459,8 +459,25 @@ local function internal_error(slurm, err, refuse, what, user_says)
   return slurm.SUCCESS
 end
 
+-- Mode=enforce refuses `--dependency=expand:JOB` of a job's owner (with
+-- SchedulerParameters=permit_job_expansion, the job's nodes join JOB,
+-- wherever either is): the refusal's text, or nil.
+local function refuses_expansion(job_desc, uid)
+  local dep = job_desc.dependency
+  if type(dep) ~= "string" or not dep:lower():find("expand", 1, true) or M.privileged(uid) then return nil end
+  local cfg = state.conf.get()
+  if not cfg or cfg.policy.mode ~= "enforce" then return nil end
+  return "--dependency=expand: a job that grows another gives it its nodes wherever they are, so xsite cannot "
+    .. "keep either at one site; submit the job at its full size instead"
+end
+
 -- job_submit's work, under its pcall (no closure a job).
 local function submit_job(job_desc, slurm, submit_uid, part_list)
+  local why = refuses_expansion(job_desc, submit_uid)
+  if why then
+    slurm.log_user("xsite: job rejected: %s", why)
+    return M.ESLURM_INVALID_FEATURE
+  end
   local offset = job_desc.het_job_offset
   return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
     floor = M.partition_floor(job_desc.partition, part_list, count(job_desc, "max_nodes")),
@@ -576,6 +593,11 @@ end
 function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
   if not state.conf then M.setup(config.locate()) end
   local ok, rc = pcall(function()
+    local expands = refuses_expansion(job_desc, modify_uid)
+    if expands then
+      slurm.log_user("xsite: change refused: %s", expands)
+      return slurm.ERROR
+    end
     local shape, place = false, false
     for _, k in ipairs(SHAPE) do
       if given(k, job_desc[k]) then shape = true end
