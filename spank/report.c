@@ -1093,8 +1093,14 @@ static int remove_tree(int parent, const char *name, dev_t dev, int depth, long 
 	while (*budget > 0 && (e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			/* gone meanwhile; else one that cannot be looked at (a dead
+			 * FUSE mount of the user's): this tree cannot go, and the
+			 * pruning goes on with the next one */
+			if (errno != ENOENT)
+				rc = -1;
 			continue;
+		}
 		if (!S_ISDIR(st.st_mode)) {
 			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
 				rc = -1;
