@@ -378,6 +378,46 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(job({ min_nodes = 1, max_nodes = 1, dependency = "expand:42" }), s, 1000))
   end)
 
+  it("refuses a change that needs a new pin together with a field Slurm sets after the shape", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local one = job({ min_nodes = 1, max_nodes = 1 })
+    assert.are.equal(0, submit.job_submit(one, s, 1000))
+    assert.is_nil(one.features)
+    local function rec(features)
+      return { job_id = 7, features = features, admin_comment = one.admin_comment, spank_job_env = {} }
+    end
+    -- Slurm sets NumNodes, then fails at Nice (a user may not lower it):
+    -- two nodes without the site constraint.  Refused, with the way round.
+    local change = { min_nodes = 2, max_nodes = 2, nice = 2147483548 }
+    assert.are.equal(-1, submit.job_modify(change, rec(nil), s, 1000))
+    assert.are.equal("xsite: change refused: this change needs the job kept at one site, and Slurm would set "
+      .. "that after the rest of it, so that a failing nice would leave the job without it; make it in two: "
+      .. "first scontrol update JobId=7 Features='[site_a|site_b]', then the rest", s.user[#s.user])
+    -- a new constraint of the user's can fail in the same way
+    assert.are.equal(-1, submit.job_modify({ min_nodes = 2, max_nodes = 2, features = "ib" }, rec(nil), s, 1000))
+    assert.matches("a failing Features would", s.user[#s.user])
+    assert.are.equal(-1, submit.job_modify({ partition = "wide", begin_time = 5000, min_nodes = 2, max_nodes = 2 },
+      rec(nil), s, 1000))
+    assert.matches("a failing begin_time would", s.user[#s.user])
+    -- the two steps: the constraint first, then the rest
+    change = { features = "[site_a|site_b]" }
+    assert.are.equal(0, submit.job_modify(change, rec(nil), s, 1000))
+    assert.are.equal("[site_a|site_b]", change.features)
+    change = { min_nodes = 2, max_nodes = 2, nice = 2147483548 }
+    assert.are.equal(0, submit.job_modify(change, rec("[site_a|site_b]"), s, 1000))
+    -- alone, the shape is set with its constraint, as before; root's goes through
+    change = { min_nodes = 2, max_nodes = 2 }
+    assert.are.equal(0, submit.job_modify(change, rec(nil), s, 1000))
+    assert.are.equal("[site_a|site_b]", change.features)
+    change = { min_nodes = 2, max_nodes = 2, nice = 2147483548 }
+    assert.are.equal(0, submit.job_modify(change, rec(nil), s, 0))
+    -- fields left unset ("no value") are no change
+    change = { min_nodes = 2, max_nodes = 2, nice = submit.NO_VAL, shared = submit.NO_VAL16, begin_time = 0,
+      pn_min_memory = 2 ^ 64 - 2 }
+    assert.are.equal(0, submit.job_modify(change, rec(nil), s, 1000))
+  end)
+
   it("decides again when a pending job's node count changes", function()
     setup_conf(CONF)
     local s = fake_slurm()
