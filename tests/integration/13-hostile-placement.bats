@@ -5,8 +5,9 @@
 # unprivileged user tries every way around a pin (docs/security.md, "What
 # Mode=enforce promises"): counted and bracketed constraints, a site named
 # inside an OR, node ranges, --nodelist at both sites (link up and down),
-# scontrol update of a pending job, heterogeneous jobs, --prefer, task
-# counts that Slurm may spread, huge node lists and a flood of distinct
+# scontrol update of a pending job (also one Slurm applies in part),
+# heterogeneous jobs, --prefer, task counts that Slurm may spread, counts
+# without -N, --dependency=expand, huge node lists and a flood of distinct
 # profiles.  Every test judges by where the job actually ran (its NodeList,
 # the nodes' site features) or by the refusal sbatch printed, never by
 # xsite's record.  The last test is a generator of random submissions and
@@ -229,6 +230,60 @@ sites_printed() {
 		release "$JOB"
 		one_site "$JOB"
 	done
+}
+
+@test "a count in the constraint or --prefer of a job without -N does not span" {
+	# Slurm raises such a job's node count to the counts' sum
+	try --constraint '[site_alpha*1&site_beta*1]' --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; else refused "--constraint"; fi
+	try --prefer '[site_alpha*1&site_beta*1]' --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; else refused "--prefer"; fi
+	try -x alpha2,beta2 --constraint 'ib*2' --wrap true
+	if [[ -n $JOB ]]; then not_both "$JOB"; else refused "--constraint"; fi
+}
+
+@test "a change Slurm applies in part, or with a --prefer it refuses, keeps the pin" {
+	local a2 b2 one two
+	# alpha2 and beta2 busy: a two-node job can run only across the sites
+	try -N1 -w alpha2 --wrap 'sleep 50'
+	a2=$JOB
+	try -N1 -w beta2 --wrap 'sleep 50'
+	b2=$JOB
+	[[ -n $a2 && -n $b2 ]]
+	[[ $(ran_at "$a2") == alpha && $(ran_at "$b2") == beta ]]
+	# NumNodes is set first, then Nice fails (a user may not lower it):
+	# before, the job kept two nodes and no site constraint
+	try -H -N1 --wrap true
+	one=$JOB
+	[[ -n $one ]]
+	run update JobId="$one" NumNodes=2-2 Nice=-1
+	release "$one"
+	# Features is set, then a --prefer of misordered brackets fails: before,
+	# xsite raised on it and let Features=ib through, dropping the pin
+	try -H -N2 --wrap true
+	two=$JOB
+	[[ -n $two ]]
+	run update JobId="$two" Features=ib 'Prefer=x]&[y'
+	release "$two"
+	not_both "$one"
+	not_both "$two"
+	on_head scancel "$one" "$two" "$a2" "$b2"
+	# the two steps xsite names instead do what the one change would
+	try -H -N1 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" 'Features=[site_alpha|site_beta]'
+	update JobId="$JOB" NumNodes=2-2
+	release "$JOB"
+	one_site "$JOB"
+}
+
+@test "a job that would grow another (--dependency=expand) is refused" {
+	try -H -N1 --wrap true
+	[[ -n $JOB ]]
+	local first=$JOB
+	try -N1 --dependency="expand:$first" --wrap true
+	refused "--dependency=expand"
+	on_head scancel "$first"
 }
 
 @test "5: --nodelist at both sites is refused for a pinned job and while the link is down" {
