@@ -520,39 +520,6 @@ local SHAPE = { "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node", "cpus_
   "ntasks_per_tres", "tres_per_job", "tres_per_node", "tres_per_task", "tres_per_socket" }
 local PLACE = { "features", "prefer", "req_nodes", "exc_nodes", "partition", "licenses" }
 
--- Fields of a change Slurm sets after a job's partition, node lists and
--- counts and before (or with) its Features and Prefer, and that can fail
--- there (_update_job stops at the first error and keeps what it has set):
--- with one of them, a change whose new site constraint would never be set.
--- The 16-bit and 64-bit ones and the times have their own "no value".
-local LATE = { "nice", "priority", "time_limit", "time_min", "delay_boot", "pn_min_tmp_disk", "max_cpus",
-  "site_factor", "qos", "reservation", "account", "wckey", "name", "comment", "extra", "dependency",
-  "cpus_per_tres", "mem_per_tres", "tres_freq", "tres_bind", "burst_buffer", "mail_user", "std_out",
-  "std_err", "std_in", "work_dir", "network", "mcs_label" }
-local LATE16 = { "requeue", "shared", "contiguous", "cores_per_socket", "sockets_per_node", "threads_per_core",
-  "pn_min_cpus", "mail_type", "reboot" }
-local LATE_TIME = { "begin_time", "end_time" }
-
--- The first field of a change that Slurm sets after its shape and may
--- refuse (see LATE), or nil.
-local function late_field(job_desc)
-  for _, k in ipairs(LATE) do
-    local v = job_desc[k]
-    if type(v) == "string" or (type(v) == "number" and v ~= M.NO_VAL and v ~= M.INFINITE) then return k end
-  end
-  for _, k in ipairs(LATE16) do
-    local v = job_desc[k]
-    if type(v) == "number" and v ~= M.NO_VAL16 and v ~= M.INFINITE16 then return k end
-  end
-  for _, k in ipairs(LATE_TIME) do
-    local v = job_desc[k]
-    if type(v) == "number" and v ~= 0 then return k end
-  end
-  local mem = job_desc.pn_min_memory   -- NO_VAL64: 2^64 - 2 (a float), or -2 (a 5.3+ integer)
-  if type(mem) == "number" and mem >= 0 and mem < 2 ^ 63 then return "pn_min_memory" end
-  return nil
-end
-
 --- What job_modify sets a pending job's licenses to for "none": Lua's ""
 -- means "unchanged" to job_submit/lua, and Slurm reads "," as an empty
 -- list (scontrol shows `Licenses=,`).
@@ -601,16 +568,30 @@ end
 
 --- The user's own constraint of a pending job, from its constraint now
 -- (`features`) and its record (`prev`, xsite.record.parse): the job's
--- when it names no site's feature, else the record's.
+-- when it names no site; the record's when it is the record's; else, when
+-- it ends in a site constraint of xsite's form (`&[f1|f2]` or `&f`), what
+-- is before it when that names no site (a constraint the owner set since,
+-- in the first of the two steps job_modify asks for); else the record's.
 function M.own_features(features, prev)
   local cfg = state.conf.get()
   if not prev or not cfg then return features end
-  if type(features) == "string" and features ~= "" then
-    local named = false
-    for word in features:gmatch("[^&|,()%[%]*]+") do
-      if cfg.site_by_feature[word] then named = true end
+  if type(features) ~= "string" or features == "" then return prev.constraint or "" end
+  local function names_site(text)
+    for word in text:gmatch("[^&|,()%[%]*]+") do
+      if cfg.site_by_feature[word] then return true end
     end
-    if not named then return features end
+    return false
+  end
+  if not names_site(features) or features == prev.constraint then return features end
+  local adds = { "[" .. M.any_site(cfg) .. "]" }
+  for _, site in ipairs(cfg.sites) do adds[#adds + 1] = site.feature end
+  for _, add in ipairs(adds) do
+    local tail = "&" .. add
+    if #features > #tail and features:sub(-#tail) == tail then
+      local own = features:sub(1, -#tail - 1)
+      own = own:match("^%((.*)%)$") or own
+      if not names_site(own) then return own end
+    end
   end
   return prev.constraint or ""
 end
@@ -636,11 +617,9 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     for _, k in ipairs(SHAPE) do
       if given(k, job_desc[k]) then shape = true end
     end
-    -- what of the change Slurm sets before the constraint, and what after
-    -- that may fail (read before xsite adds to the change)
+    -- a change Slurm sets before the job's constraint (read before xsite
+    -- adds to the change)
     local early = shape or job_desc.partition ~= nil or job_desc.req_nodes ~= nil or job_desc.exc_nodes ~= nil
-    local late = late_field(job_desc) or (job_desc.features ~= nil and "features")
-      or (job_desc.prefer ~= nil and "prefer")
     for _, k in ipairs(PLACE) do
       if job_desc[k] ~= nil then place = true end
     end
@@ -768,18 +747,20 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       job_desc.admin_comment = record.put_word(ac, "recheck", recheck.link)
       return slurm.SUCCESS
     end
-    if rc == slurm.SUCCESS and d and (d.action == "pin" or d.action == "site") and early and late
+    if rc == slurm.SUCCESS and d and (d.action == "pin" or d.action == "site") and early
         and not M.privileged(modify_uid) then
-      -- The site constraint goes into Features and Prefer, which Slurm sets
-      -- after the new partition, node lists and counts: were `late` to
-      -- fail there, the job would keep those without it.  Unless the job
-      -- is kept at one site already, the change is made in two.
+      -- The site constraint goes into Features and Prefer, which Slurm
+      -- sets after the partition, node lists and counts of the same change,
+      -- and not at all when a field of it fails in between (Slurm keeps
+      -- what it set; some fields, Deadline for one, job_submit/lua does
+      -- not even show).  Unless the job is kept at one site already, the
+      -- change is made in two.
       local now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
       if not (now and now.one_site) then
-        slurm.log_user("xsite: change refused: this change needs the job kept at one site, and Slurm would set "
-          .. "that after the rest of it, so that a failing %s would leave the job without it; make it in two: "
-          .. "first scontrol update JobId=%s Features='%s', then the rest", late == "features" and "Features" or
-          late == "prefer" and "Prefer" or late, tostring(job_rec.job_id), tostring(rawget(view, "features")))
+        slurm.log_user("xsite: change refused: it needs the job kept at one site, which Slurm would set only "
+          .. "after the rest of the change, and not at all were a part of it to fail; make it in two: first "
+          .. "scontrol update JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
+          tostring(rawget(view, "features")))
         return slurm.ERROR
       end
     end

@@ -435,6 +435,10 @@ sites_printed() {
 	try -H -N1 -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
 	update JobId="$JOB" 'Prefer=site_alpha|site_beta'
+	# at once, refused (it needs a pin, which Slurm would set last)
+	run ! update JobId="$JOB" NumNodes=2-2
+	# in the two steps xsite asks for
+	update JobId="$JOB" 'Features=[site_alpha|site_beta]'
 	update JobId="$JOB" NumNodes=2-2
 	release "$JOB"
 	not_both "$JOB"

@@ -378,7 +378,7 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(job({ min_nodes = 1, max_nodes = 1, dependency = "expand:42" }), s, 1000))
   end)
 
-  it("refuses a change that needs a new pin together with a field Slurm sets after the shape", function()
+  it("refuses a change of shape or place that needs a new pin, unless the job is kept at one site already", function()
     setup_conf(CONF)
     local s = fake_slurm()
     local one = job({ min_nodes = 1, max_nodes = 1 })
@@ -387,35 +387,29 @@ describe("xsite.submit", function()
     local function rec(features)
       return { job_id = 7, features = features, admin_comment = one.admin_comment, spank_job_env = {} }
     end
-    -- Slurm sets NumNodes, then fails at Nice (a user may not lower it):
-    -- two nodes without the site constraint.  Refused, with the way round.
-    local change = { min_nodes = 2, max_nodes = 2, nice = 2147483548 }
-    assert.are.equal(-1, submit.job_modify(change, rec(nil), s, 1000))
-    assert.are.equal("xsite: change refused: this change needs the job kept at one site, and Slurm would set "
-      .. "that after the rest of it, so that a failing nice would leave the job without it; make it in two: "
-      .. "first scontrol update JobId=7 Features='[site_a|site_b]', then the rest", s.user[#s.user])
-    -- a new constraint of the user's can fail in the same way
-    assert.are.equal(-1, submit.job_modify({ min_nodes = 2, max_nodes = 2, features = "ib" }, rec(nil), s, 1000))
-    assert.matches("a failing Features would", s.user[#s.user])
-    assert.are.equal(-1, submit.job_modify({ partition = "wide", begin_time = 5000, min_nodes = 2, max_nodes = 2 },
-      rec(nil), s, 1000))
-    assert.matches("a failing begin_time would", s.user[#s.user])
-    -- the two steps: the constraint first, then the rest
-    change = { features = "[site_a|site_b]" }
+    -- Slurm would set NumNodes, then fail at Nice (a user may not lower
+    -- it), or at a Deadline job_submit/lua does not show: two nodes without
+    -- the site constraint.  Refused, with the way round.
+    for _, change in ipairs({ { min_nodes = 2, max_nodes = 2, nice = 2147483548 }, { min_nodes = 2, max_nodes = 2 },
+        { min_nodes = 2, max_nodes = 2, features = "ib" }, { partition = "wide", min_nodes = 2, max_nodes = 2 } }) do
+      assert.are.equal(-1, submit.job_modify(change, rec(nil), s, 1000))
+      assert.are.equal("xsite: change refused: it needs the job kept at one site, which Slurm would set only "
+        .. "after the rest of the change, and not at all were a part of it to fail; make it in two: first "
+        .. "scontrol update JobId=7 Features='" .. (change.features and change.features .. "&" or "")
+        .. "[site_a|site_b]', then the change", s.user[#s.user])
+    end
+    -- the two steps: the constraint first (a change of Features alone),
+    -- then the rest, on a job kept at one site
+    local change = { features = "[site_a|site_b]" }
     assert.are.equal(0, submit.job_modify(change, rec(nil), s, 1000))
     assert.are.equal("[site_a|site_b]", change.features)
     change = { min_nodes = 2, max_nodes = 2, nice = 2147483548 }
     assert.are.equal(0, submit.job_modify(change, rec("[site_a|site_b]"), s, 1000))
-    -- alone, the shape is set with its constraint, as before; root's goes through
+    -- root's goes through, as does a change that needs no pin
     change = { min_nodes = 2, max_nodes = 2 }
-    assert.are.equal(0, submit.job_modify(change, rec(nil), s, 1000))
-    assert.are.equal("[site_a|site_b]", change.features)
-    change = { min_nodes = 2, max_nodes = 2, nice = 2147483548 }
     assert.are.equal(0, submit.job_modify(change, rec(nil), s, 0))
-    -- fields left unset ("no value") are no change
-    change = { min_nodes = 2, max_nodes = 2, nice = submit.NO_VAL, shared = submit.NO_VAL16, begin_time = 0,
-      pn_min_memory = 2 ^ 64 - 2 }
-    assert.are.equal(0, submit.job_modify(change, rec(nil), s, 1000))
+    assert.are.equal("[site_a|site_b]", change.features)
+    assert.are.equal(0, submit.job_modify({ min_nodes = 5, max_nodes = 5 }, rec(nil), s, 1000))
   end)
 
   it("decides again when a pending job's node count changes", function()
@@ -539,7 +533,14 @@ describe("xsite.submit", function()
     assert.matches("action=none why=one%-node", j.admin_comment)
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
       min_nodes = 1, max_nodes = 0, job_state = submit.JOB_PENDING, user_id = 1001, partition = "batch" }
+    -- at once it would need the pin Slurm sets last: in two
     local change = { partition = "wide" }
+    assert.are.equal(-1, submit.job_modify(change, rec, s, 1001, parts))
+    assert.matches("first scontrol update JobId=nil Features='%[site_a|site_b%]', then the change$", s.user[#s.user])
+    change = { features = "[site_a|site_b]" }
+    assert.are.equal(0, submit.job_modify(change, rec, s, 1001, parts))
+    rec.features = change.features
+    change = { partition = "wide" }
     assert.are.equal(0, submit.job_modify(change, rec, s, 1001, parts))
     assert.are.equal("[site_a|site_b]", change.features)
     assert.are.equal("[site_a|site_b]", change.prefer)
@@ -611,6 +612,11 @@ describe("xsite.submit", function()
 
   -- A pending job of user 1001, submitted with `submitted` and changed with
   -- `change`; `fields` sets more of the job record (Slurm's, not the request's).
+  -- A change of a job submitted as `submitted` (Slurm's record of it with
+  -- `fields`) by uid (default the owner's, 1001).  One that job_modify
+  -- refuses to make at once (a new pin with a new shape or place) is made
+  -- in the two steps it names, as the owner would: the constraint, then
+  -- the change (fourth value true).
   local function modify(submitted, change, uid, fields)
     local s = fake_slurm()
     local j = job(submitted)
@@ -619,7 +625,16 @@ describe("xsite.submit", function()
       min_nodes = j.min_nodes, max_nodes = j.max_nodes, job_state = submit.JOB_PENDING, user_id = 1001,
       het_job_id = 0, het_job_offset = 0, licenses = j.licenses }
     for k, v in pairs(fields or {}) do rec[k] = v end
-    return submit.job_modify(change, rec, s, uid or 1001), change, s
+    local again = {}
+    for k, v in pairs(change) do again[k] = v end
+    local rc = submit.job_modify(change, rec, s, uid or 1001)
+    local first = rc == -1 and s.user[#s.user]:match("make it in two: first scontrol update JobId=%S+ " ..
+      "Features='(.-)', then the change$")
+    if not first then return rc, change, s, false end
+    local step = { features = first }
+    assert.are.equal(0, submit.job_modify(step, rec, s, uid or 1001))
+    rec.features = step.features
+    return submit.job_modify(again, rec, s, uid or 1001), again, s, true
   end
 
   it("decides a change of tasks or CPUs on the most nodes the job can get then", function()
