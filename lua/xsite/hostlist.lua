@@ -18,6 +18,9 @@ local M = {}
 
 --- The most names one expression may expand to.
 M.MAX_HOSTS = 1000000
+--- The most names `count`, `sites` and `site_counts` take in one
+-- expression (more than Slurm holds in a job's node count).
+M.MAX_COUNT = 4294967295
 --- The most bracket groups one host name may have.
 M.MAX_GROUPS = 16
 --- The longest expression `count`, `sites` and `site_counts` take.
@@ -84,10 +87,12 @@ local function parse_host(expr, no_limit)
     if not ranges then return nil, err end
     local n = 0
     for _, r in ipairs(ranges) do n = n + r[2] - r[1] + 1 end
-    count = count * n
-    if count > M.MAX_HOSTS and not no_limit then
-      return nil, string.format("'%s' expands to more than %d names", expr, M.MAX_HOSTS)
+    -- (compared before it is multiplied: Lua 5.3's integers would wrap)
+    local limit = no_limit and M.MAX_COUNT or M.MAX_HOSTS
+    if count > limit / n then
+      return nil, string.format("'%s' expands to more than %d names", expr, limit)
     end
+    count = count * n
     parts[#parts + 1] = ranges
     if #parts > 2 * M.MAX_GROUPS then
       return nil, string.format("more than %d bracket groups in '%s'", M.MAX_GROUPS, expr:sub(1, 60))
@@ -264,6 +269,9 @@ local function parse_items(list, max)
     if not parts then return nil, count end
     items[#items + 1] = parts
     total = total + count
+    if total > M.MAX_COUNT then
+      return nil, string.format("'%s' stands for more than %d names", list:sub(1, 60), M.MAX_COUNT)
+    end
   end
   return items, total
 end
@@ -393,14 +401,12 @@ local function tally(cfg, items, first)
         if by_len then counts[si] = counts[si] + count_in(by_len, parts[2]) end
       end
     else
-      -- compare with the nodes whose name starts with the item's literal
-      -- prefix and then a digit (all of them when the prefix is empty or
-      -- ends in a digit)
-      local pre = type(parts[1]) == "string" and parts[1] or ""
-      local by_lead = (pre ~= "" and not pre:find("%d$")) and idx.by_lead or nil
+      -- compare with the nodes whose name starts as the item's does, up to
+      -- its first digit (all of them when it starts with one or a group)
+      local lead = type(parts[1]) == "string" and parts[1]:match("^%D+") or nil
       for si, site in ipairs(cfg.sites) do
         if not (first and counts[si] > 0) then
-          local candidates = by_lead and (by_lead[si][pre] or {}) or site.nodes
+          local candidates = lead and (idx.by_lead[si][lead] or {}) or site.nodes
           budget = budget - #candidates
           if budget < 0 then
             return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
@@ -475,7 +481,8 @@ end
 -- expanding it (root reads a job's node list from the step's environment,
 -- which its owner controls): work and memory bounded by the expression's
 -- length (at most `MAX_NODELIST`) and the cluster's size.  A name is counted
--- as often as the expression names it.
+-- as often as the expression names it, except in an item of several bracket
+-- groups or whose prefix ends in a digit (`r[1,1]n1`: once).
 -- @param list a hostlist expression (SLURM_JOB_NODELIST)
 -- @param cfg a configuration (xsite.config)
 -- @return an array of counts in the configuration's site order, and the

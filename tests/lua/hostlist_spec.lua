@@ -321,6 +321,27 @@ describe("xsite.hostlist without expanding", function()
     assert.matches("longer than 262144 characters", err)
   end)
 
+  it("finds nodes whose names have digits before their last group, and refuses counts past MAX_COUNT", function()
+    local racks = h.config(table.concat({
+      "SiteName=a Nodes=a[1-2] Feature=site_a CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s " ..
+        "NetBandwidth=1GB/s NetLatency=1us",
+      "SiteName=b Nodes=r1c[1-2]n[1-4],r1n[1-3]-ib0 Feature=site_b CoresPerNode=1 CorePeak=1GF " ..
+        "MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",
+      "LinkName=l Bandwidth=100MB/s Latency=1ms",
+    }, "\n"))
+    assert.are.same({ { 0, 8 }, 8 }, { hostlist.site_counts("r1c[1-2]n[1-4]", racks) })
+    assert.are.same({ { 0, 3 }, 3 }, { hostlist.site_counts("r1n[1-3]-ib0", racks) })
+    assert.are.same({ { 1, 2 }, 3 }, { hostlist.site_counts("r1c[1-2]n1,a2", racks) })
+    assert.are.equal(1, #hostlist.sites("r1c[1-2]n[1-4]", racks))
+    -- three groups of a billion: more than a 32-bit count, never wrapped
+    local c, err = hostlist.site_counts("x[1-999999999]y[1-999999999]z[1-999999999]", racks)
+    assert.is_nil(c)
+    assert.matches("expands to more than 4294967295 names", err)
+    c, err = hostlist.site_counts(string.rep("x[1-999999999],", 5) .. "a1", racks)
+    assert.is_nil(c)
+    assert.matches("stands for more than 4294967295 names", err)
+  end)
+
   it("refuses what is too long or too complex to check", function()
     assert.is_nil(hostlist.sites(string.rep("a001,", 20000), cfg))
     local many = {}
