@@ -102,10 +102,11 @@ end
 -- `max_depth`: arrays and objects inside each other; `max_items`: elements
 -- of one array or members of one object; `max_string`: bytes of one string
 -- or key once decoded; `max_values`: values in the whole text;
--- `max_long_strings`: strings and keys of 32 bytes or more as written (see
--- `long_strings`).
+-- `max_long_strings`: strings and keys of 32 bytes or more as written, and
+-- their pieces between escapes (see `long_strings`); `max_number`:
+-- characters of one number.
 M.LIMITS = { max_depth = 200, max_items = math.huge, max_string = math.huge, max_values = math.huge,
-  max_long_strings = math.huge }
+  max_long_strings = math.huge, max_number = math.huge }
 
 local ESCAPES = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
 
@@ -121,7 +122,7 @@ end
 
 -- The limits of the decode in progress (decode is not re-entrant: it never
 -- yields or calls out).
-local lim_depth, lim_items, lim_string, lim_values, nvalues
+local lim_depth, lim_items, lim_string, lim_values, lim_number, nvalues
 
 local decode_value
 
@@ -183,23 +184,25 @@ local function decode_string(s, i)
   end
 end
 
--- RFC 8259 numbers: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)?
+-- RFC 8259 numbers: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)?, found
+-- by position (no text of one is made before its length is checked)
 local function decode_number(s, i)
-  local int = s:match("^-?%d+", i)
-  if not int then return nil end
-  if int:find("^-?0%d") then fail(i, "leading zero") end
-  local j = i + #int
+  local _, j = s:find("^-?%d+", i)
+  if not j then return nil end
+  if s:find("^-?0%d", i) then fail(i, "leading zero") end
+  j = j + 1
   if s:byte(j) == 46 then  -- '.'
-    local frac = s:match("^%.%d+", j)
-    if not frac then fail(j, "a digit must follow '.'") end
-    j = j + #frac
+    local _, f = s:find("^%.%d+", j)
+    if not f then fail(j, "a digit must follow '.'") end
+    j = f + 1
   end
   local e = s:byte(j)
   if e == 101 or e == 69 then  -- 'e', 'E'
-    local exp = s:match("^[eE][-+]?%d+", j)
-    if not exp then fail(j, "a digit must follow the exponent") end
-    j = j + #exp
+    local _, x = s:find("^[eE][-+]?%d+", j)
+    if not x then fail(j, "a digit must follow the exponent") end
+    j = x + 1
   end
+  if j - i > lim_number then fail(i, string.format("a number longer than %d characters", lim_number)) end
   return tonumber(s:sub(i, j - 1)), j
 end
 
@@ -238,11 +241,11 @@ function decode_value(s, i, depth)
       n = n + 1
       if n > lim_items then fail(i, string.format("an array of more than %d elements", lim_items)) end
       -- the common case first: a plain integer right before ',' or ']'
-      local int, j = s:match("^(-?%d+)()[,%]]", i)
-      if int and not int:find("^-?0%d") then
+      local _, j = s:find("^-?%d+[,%]]", i)
+      if j and j - i <= lim_number and not s:find("^-?0%d", i) then
         nvalues = nvalues + 1
         if nvalues > lim_values then fail(i, string.format("more than %d values", lim_values)) end
-        arr[n], i = tonumber(int), j
+        arr[n], i = tonumber(s:sub(i, j - 1)), j
       else
         arr[n], i = decode_value(s, i, depth + 1)
         i = skip(s, i)
@@ -266,28 +269,31 @@ function decode_value(s, i, depth)
   fail(i, "unexpected " .. shown(c))
 end
 
--- The strings and keys of 32 bytes or more of a text as written, counted
--- from the positions of their quotes (none is made); the count stops past
--- `limit`.  Lua 5.1 to 5.3 hash such a string from some of its bytes only:
--- many that differ elsewhere share one chain of the string table, and
--- making each compares it with all those before it, a cost that grows with
--- the square of their number.  A text with too many is refused unread.
+-- The strings of 32 bytes or more a decode of a text would make, counted
+-- from positions (none is made): each string or key that long as written,
+-- and each of its pieces between escapes that long (decode_string makes
+-- them too); the count stops past `limit`.  Lua 5.1 to 5.3 hash such a
+-- string from some of its bytes only: many that differ elsewhere share one
+-- chain of the string table, and making each compares it with all those
+-- before it, a cost that grows with the square of their number.  A text
+-- with too many is refused unread.  (Numbers are bounded by max_number.)
 local function long_strings(s, limit)
   local n, i = 0, 1
   while n <= limit do
     local open = s:find('"', i, true)
     if not open then break end
-    local j = open + 1
+    local j, escaped = open + 1, false
     while true do
       local q = s:find('["\\]', j)
       if not q then return n end
+      if q - j >= 32 then n = n + 1 end
       if s:byte(q) ~= 92 then
         j = q
         break
       end
-      j = q + 2
+      escaped, j = true, q + 2
     end
-    if j - open - 1 >= 32 then n = n + 1 end
+    if escaped and j - open - 1 >= 32 then n = n + 1 end
     i = j + 1
   end
   return n
@@ -304,6 +310,7 @@ function M.decode(text, opts)
   lim_items = opts.max_items or M.LIMITS.max_items
   lim_string = opts.max_string or M.LIMITS.max_string
   lim_values = opts.max_values or M.LIMITS.max_values
+  lim_number = opts.max_number or M.LIMITS.max_number
   local lim_long = opts.max_long_strings or M.LIMITS.max_long_strings
   if lim_long < math.huge and long_strings(text, lim_long) > lim_long then
     return nil, string.format("more than %d strings of 32 bytes or more", lim_long)

@@ -26,10 +26,12 @@ M.MAX_SIZE = 1048576
 --- How a traffic record is decoded (xsite.json.decode limits): libxsite's
 -- record nests 3 deep, its strings are site and host names, and a matrix of
 -- 1024 ranks (XSITE_MATRIX_MAX) with its per-rank entries stays within
--- max_values; its keys are short words, and a string of 32 bytes or more
--- is a long host name, one a rank at most (max_long_strings bounds what
--- strings built to collide in Lua's string table can cost).
-M.JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152, max_long_strings = 4096 }
+-- max_values; its keys are short words, a string of 32 bytes or more is
+-- a long host name, one a rank at most, and a number a counter (at most 20
+-- digits) or a time (max_long_strings and max_number bound what text built
+-- to collide in Lua's string table can cost).
+M.JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152, max_long_strings = 4096,
+  max_number = 31 }
 --- The most ranks a traffic record may claim (MPI counts ranks in an int).
 M.MAX_RANKS = 2147483647
 

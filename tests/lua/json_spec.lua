@@ -263,6 +263,20 @@ describe("xsite.json.decode", function()
     v, err = json.decode('["' .. string.rep("\\\"", 16) .. '","' .. long .. '"]', { max_long_strings = 1 })
     assert.is_nil(v)
     assert.are.equal("more than 1 strings of 32 bytes or more", err)
+    -- pieces between escapes are made too: each of 32 bytes or more counts
+    local two = '"' .. long .. "\\t" .. long .. '"'
+    assert.are.equal(long .. "\t" .. long, json.decode(two, { max_long_strings = 3 }))
+    v, err = json.decode(two, { max_long_strings = 2 })
+    assert.is_nil(v)
+    assert.are.equal("more than 2 strings of 32 bytes or more", err)
+    -- characters of a number, checked before its text is made
+    assert.are.same({ 12345, -1.5e-3 }, json.decode("[12345,-1.5e-3]", { max_number = 7 }))
+    v, err = json.decode("[123456789]", { max_number = 8 })
+    assert.is_nil(v)
+    assert.are.equal("offset 2: a number longer than 8 characters", err)
+    v, err = json.decode('{"n":1.25e+10}', { max_number = 6 })
+    assert.is_nil(v)
+    assert.are.equal("offset 6: a number longer than 6 characters", err)
     -- the defaults
     assert.are.equal(200, json.LIMITS.max_depth)
   end)

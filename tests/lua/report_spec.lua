@@ -192,6 +192,24 @@ describe("xsite.report", function()
     assert.are.equal(json.null, rec.steps[1].mpi)
     assert.matches("MPI traffic record ignored: not JSON %(more than 4096 strings of 32 bytes or more%)",
       rec.steps[1].notes[1])
+    -- the same with numbers of 32 digits and an exponent, differing in
+    -- every other digit (6.7 s of CPU on Lua 5.1): no number of a traffic
+    -- record is longer than 31 characters
+    local nums = {}
+    for i = 1, 29000 do
+      local d = { string.rep("1", 32):byte(1, -1) }
+      local v, pos = i, 31
+      while v > 0 do
+        d[pos] = 48 + v % 10
+        v, pos = math.floor(v / 10), pos - 2
+      end
+      nums[i] = string.char((unpack or table.unpack)(d)) .. "e0"
+    end
+    t0 = os.clock()
+    rec = report.step_end(json.encode(start(cfg())), 1010, "[" .. table.concat(nums, ",") .. "]", nil, nil)
+    assert.is_true(os.clock() - t0 < 1)
+    assert.matches("MPI traffic record ignored: not JSON %(offset 2: a number longer than 31 characters%)",
+      rec.steps[1].notes[1])
   end)
 
   it("shows what the user wrote escaped and cut short in notes and log lines", function()
