@@ -244,10 +244,11 @@ sites_printed() {
 
 @test "a change Slurm applies in part, or with a --prefer it refuses, keeps the pin" {
 	local a2 b2 one two
-	# alpha2 and beta2 busy: a two-node job can run only across the sites
-	try -N1 -w alpha2 --wrap 'sleep 50'
+	# alpha2 and beta2 taken whole: a two-node job can run only across the
+	# sites
+	try -N1 -w alpha2 --exclusive --wrap 'sleep 50'
 	a2=$JOB
-	try -N1 -w beta2 --wrap 'sleep 50'
+	try -N1 -w beta2 --exclusive --wrap 'sleep 50'
 	b2=$JOB
 	[[ -n $a2 && -n $b2 ]]
 	[[ $(ran_at "$a2") == alpha && $(ran_at "$b2") == beta ]]
