@@ -760,7 +760,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
         slurm.log_user("xsite: change refused: it needs the job kept at one site, which Slurm would set only "
           .. "after the rest of the change, and not at all were a part of it to fail; make it in two: first "
           .. "scontrol update JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
-          tostring(rawget(view, "features")))
+          rawget(view, "features") or job_desc.features or "[" .. M.any_site(cfg) .. "]")
         return slurm.ERROR
       end
     end

@@ -398,6 +398,9 @@ describe("xsite.submit", function()
         .. "scontrol update JobId=7 Features='" .. (change.features and change.features .. "&" or "")
         .. "[site_a|site_b]', then the change", s.user[#s.user])
     end
+    -- a site of the owner's own in the same change: the same, naming it
+    assert.are.equal(-1, submit.job_modify({ min_nodes = 2, max_nodes = 2, features = "site_b" }, rec(nil), s, 1000))
+    assert.matches("first scontrol update JobId=7 Features='site_b', then the change$", s.user[#s.user])
     -- the two steps: the constraint first (a change of Features alone),
     -- then the rest, on a job kept at one site
     local change = { features = "[site_a|site_b]" }
