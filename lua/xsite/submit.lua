@@ -757,10 +757,13 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- change is made in two.
       local now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
       if not (now and now.one_site) then
-        slurm.log_user("xsite: change refused: it needs the job kept at one site, which Slurm would set only "
-          .. "after the rest of the change, and not at all were a part of it to fail; make it in two: first "
-          .. "scontrol update JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
+        -- (scontrol shows none of job_modify's messages: slurmctld's log has it)
+        local why = string.format("it needs the job kept at one site, which Slurm would set only after the rest "
+          .. "of the change, and not at all were a part of it to fail; make it in two: first scontrol update "
+          .. "JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
           rawget(view, "features") or job_desc.features or "[" .. M.any_site(cfg) .. "]")
+        slurm.log_user("xsite: change refused: %s", why)
+        slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
         return slurm.ERROR
       end
     end

@@ -397,6 +397,7 @@ describe("xsite.submit", function()
         .. "after the rest of the change, and not at all were a part of it to fail; make it in two: first "
         .. "scontrol update JobId=7 Features='" .. (change.features and change.features .. "&" or "")
         .. "[site_a|site_b]', then the change", s.user[#s.user])
+      assert.are.equal(s.user[#s.user]:gsub("^xsite: ", "xsite: job 7: "), s.info[#s.info])
     end
     -- a site of the owner's own in the same change: the same, naming it
     assert.are.equal(-1, submit.job_modify({ min_nodes = 2, max_nodes = 2, features = "site_b" }, rec(nil), s, 1000))
