@@ -72,16 +72,19 @@ function M.lstat(path)
   return { kind = KIND[mode - perm] or "special file", uid = tonumber(uid), perm = perm, size = tonumber(size) }
 end
 
-local function writable_by_others(perm)
-  return math.floor(perm / 16) % 2 == 1 or math.floor(perm / 2) % 2 == 1   -- 020 or 002
+--- Whether permission bits let group or others write (020 or 002).
+function M.writable_by_others(perm)
+  return math.floor(perm / 16) % 2 == 1 or math.floor(perm / 2) % 2 == 1
 end
+local writable_by_others = M.writable_by_others
 
 local function sticky(perm)
   return math.floor(perm / 512) % 2 == 1   -- 01000
 end
 
--- The owners a file may have: root and this process's user.
-local function default_owners()
+--- The owners a file root trusts may have: root and this process's user
+-- (a set of uids).
+function M.default_owners()
   local t = { [0] = true }
   local me = M.euid()
   if me then t[me] = true end
@@ -96,7 +99,7 @@ end
 --   `true` as third value when there is no file at all
 function M.check(path, opts)
   opts = opts or {}
-  local owners = opts.owners or default_owners()
+  local owners = opts.owners or M.default_owners()
   local max = opts.max or M.STATE_MAX
   local st, err, missing = M.lstat(path)
   if not st then return nil, err, missing end

@@ -10,8 +10,8 @@
 -- a job's node list in slurmstepd) never expands it: `count` adds up its
 -- ranges, `sites` finds the sites it names and `site_counts` how many of
 -- its names each site has, from an index of the configured nodes, with
--- work bounded by the length of the expression (at most `MAX_LENGTH`) and
--- the cluster's size.
+-- work bounded by the length of the expression (at most `MAX_LENGTH`,
+-- `MAX_NODELIST` for `site_counts`) and the cluster's size.
 -- @module xsite.hostlist
 
 local M = {}
@@ -23,7 +23,7 @@ M.MAX_HOSTS = 1000000
 M.MAX_COUNT = 4294967295
 --- The most bracket groups one host name may have.
 M.MAX_GROUPS = 16
---- The longest expression `count`, `sites` and `site_counts` take.
+--- The longest expression `count` and `sites` take.
 M.MAX_LENGTH = 8192
 --- The longest job node list `site_counts` takes (a fragmented allocation
 -- of tens of thousands of nodes).
@@ -375,6 +375,14 @@ local function count_in(by_len, ranges)
   return n
 end
 
+-- Per-site counts at 0 (the configuration's order), and each site's place
+-- in it.
+local function zero_counts(cfg)
+  local counts, at = {}, {}
+  for si, site in ipairs(cfg.sites) do counts[si], at[site] = 0, si end
+  return counts, at
+end
+
 -- Per site (the configuration's order), how many of the names of parsed
 -- items are its nodes; with `first`, counting at one site stops at its
 -- first.  Work bounded by the items and the cluster's size; nil and a
@@ -382,8 +390,8 @@ end
 -- groups.
 local function tally(cfg, items, first)
   local idx = index_of(cfg)
-  local counts, at, budget = {}, {}, M.MAX_MATCHES
-  for si, site in ipairs(cfg.sites) do counts[si], at[site] = 0, si end
+  local counts, at = zero_counts(cfg)
+  local budget = M.MAX_MATCHES
   for _, parts in ipairs(items) do
     local groups = 0
     for _, p in ipairs(parts) do
@@ -446,8 +454,8 @@ local function site_tally(list, cfg, first, max)
   local names, err = plain_names(list, max)
   if err then return nil, err end
   if names then
-    local counts, at, site_of = {}, {}, cfg.site_of_node
-    for si, site in ipairs(cfg.sites) do counts[si], at[site] = 0, si end
+    local counts, at = zero_counts(cfg)
+    local site_of = cfg.site_of_node
     for _, name in ipairs(names) do
       local s = site_of[name]
       if s then counts[at[s]] = counts[at[s]] + 1 end
@@ -485,10 +493,15 @@ end
 -- groups or whose prefix ends in a digit (`r[1,1]n1`: once).
 -- @param list a hostlist expression (SLURM_JOB_NODELIST)
 -- @param cfg a configuration (xsite.config)
--- @return an array of counts in the configuration's site order, and the
---   number of names (those of no site included); or nil and a message
+-- @return an array of counts in the configuration's site order, the
+--   number of names, and how many of them are at no site; or nil and a
+--   message
 function M.site_counts(list, cfg)
-  return site_tally(list, cfg, false, M.MAX_NODELIST)
+  local counts, total = site_tally(list, cfg, false, M.MAX_NODELIST)
+  if not counts then return nil, total end
+  local outside = total
+  for _, k in ipairs(counts) do outside = outside - k end
+  return counts, total, outside
 end
 
 return M

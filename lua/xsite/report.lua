@@ -87,10 +87,8 @@ local whole = safe.whole
 -- expanded: it comes from the step's environment).
 -- @return { total, split = { nA, nB }, outside }, or nil and a message
 local function place(cfg, nodelist)
-  local split, total = hostlist.site_counts(nodelist, cfg)
+  local split, total, outside = hostlist.site_counts(nodelist, cfg)
   if not split then return nil, total end
-  local outside = total
-  for _, k in ipairs(split) do outside = outside - k end
   return { total = total, split = json.array(split), outside = outside }
 end
 M.place = place

@@ -99,12 +99,11 @@ function handlers.task_env(req)
   end
   -- counted from its ranges, never expanded (the step's environment is
   -- its owner's)
-  local count, total = hostlist.site_counts(nodelist, cfg)
-  if not count then return fail("invalid", "SLURM_JOB_NODELIST: " .. total) end
-  local parts, outside = {}, total
+  local count, err, outside = hostlist.site_counts(nodelist, cfg)
+  if not count then return fail("invalid", "SLURM_JOB_NODELIST: " .. err) end
+  local parts = {}
   for si, s in ipairs(cfg.sites) do
     if count[si] > 0 then parts[#parts + 1] = s.name .. ":" .. count[si] end
-    outside = outside - count[si]
   end
   if outside > 0 then
     warn[#warn + 1] = string.format("%d node(s) of the job in no site of %s", outside, cfg.file)

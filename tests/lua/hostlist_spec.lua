@@ -313,8 +313,8 @@ describe("xsite.hostlist without expanding", function()
     local list = string.rep("x", 8000) .. "[000000-999999]," .. "a[001-140],b[1-4]"
     collectgarbage("collect")
     local before = collectgarbage("count")
-    local c, n = hostlist.site_counts(list, cfg)
-    assert.are.same({ { 140, 4 }, 1000144 }, { c, n })
+    local c, n, outside = hostlist.site_counts(list, cfg)
+    assert.are.same({ { 140, 4 }, 1000144, 1000000 }, { c, n, outside })
     assert.is_true(collectgarbage("count") - before < 1024, "less than 1 MiB of Lua heap")
     local long, err = hostlist.site_counts(string.rep("a001,", 60000) .. "a001", cfg)
     assert.is_nil(long)
@@ -329,9 +329,9 @@ describe("xsite.hostlist without expanding", function()
         "MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",
       "LinkName=l Bandwidth=100MB/s Latency=1ms",
     }, "\n"))
-    assert.are.same({ { 0, 8 }, 8 }, { hostlist.site_counts("r1c[1-2]n[1-4]", racks) })
-    assert.are.same({ { 0, 3 }, 3 }, { hostlist.site_counts("r1n[1-3]-ib0", racks) })
-    assert.are.same({ { 1, 2 }, 3 }, { hostlist.site_counts("r1c[1-2]n1,a2", racks) })
+    assert.are.same({ { 0, 8 }, 8, 0 }, { hostlist.site_counts("r1c[1-2]n[1-4]", racks) })
+    assert.are.same({ { 0, 3 }, 3, 0 }, { hostlist.site_counts("r1n[1-3]-ib0", racks) })
+    assert.are.same({ { 1, 2 }, 3, 0 }, { hostlist.site_counts("r1c[1-2]n1,a2", racks) })
     assert.are.equal(1, #hostlist.sites("r1c[1-2]n[1-4]", racks))
     -- three groups of a billion: more than a 32-bit count, never wrapped
     local c, err = hostlist.site_counts("x[1-999999999]y[1-999999999]z[1-999999999]", racks)

@@ -217,7 +217,15 @@ static int clear_message(const char *err, int input_newline)
 	       (input_newline || strchr(err, '\n') == NULL);
 }
 
-static int has_control(const char *v);
+/* A control character in v (what a log line must not carry raw). */
+static int has_control(const char *v)
+{
+	for (; *v != '\0'; v++) {
+		if ((unsigned char)*v < 0x20 || (unsigned char)*v == 0x7f)
+			return 1;
+	}
+	return 0;
+}
 
 static int nl(const char *s)
 {
@@ -341,15 +349,6 @@ static int valid_affinity(const char *v)
 
 	for (i = 0; i < NELEM(ok); i++) {
 		if (strcmp(v, ok[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-static int has_control(const char *v)
-{
-	for (; *v != '\0'; v++) {
-		if ((unsigned char)*v < 0x20 || (unsigned char)*v == 0x7f)
 			return 1;
 	}
 	return 0;

@@ -54,16 +54,16 @@ local function read_records(dir, io_)
     end
   end
   table.sort(entries, function(a, b) return a.path < b.path end)
-  local me = fs.euid()
+  local owners = fs.default_owners()
   local records, bad = {}, 0
   for _, e in ipairs(entries) do
     local path = e.path
     local text, rerr
     if e.kind ~= "f" then
       rerr = path .. ": not a regular file"
-    elseif e.uid ~= 0 and e.uid ~= me then
+    elseif not owners[e.uid] then
       rerr = string.format("%s: owned by uid %d, not by root", path, e.uid)
-    elseif math.floor(e.mode / 2) % 2 == 1 or math.floor(e.mode / 16) % 2 == 1 then
+    elseif fs.writable_by_others(e.mode) then
       rerr = string.format("%s: writable by group or others (mode %03o)", path, e.mode)
     else
       text, rerr = fs.read_capped(path, report.MAX_RECORD)
