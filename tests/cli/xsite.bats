@@ -663,6 +663,31 @@ with_link_state() {
   [[ $stderr == "xsite explain: $state:1: Steps: "*"(using the configured profiles)" ]]
 }
 
+@test "replay counts a job's node-hours lost from where it ran, read from its node list unexpanded" {
+  local conf=$BATS_TEST_TMPDIR/xsite.conf record
+  grep -v '^LinkStateFile' "$TESTBED" >"$conf"
+  record=$(xsite --config "$conf" explain --nodes 2 --comm-profile solver --json |
+    sed -E 's/.*"record":"([^"]*)".*/\1/')
+  # the same pinned job, 2 nodes for an hour: under MaxSlowdown 100 it may
+  # span; one that ran at both sites lost (s - 1) / s of its hour to the
+  # slowdown s, one that ran at one site would lose s - 1
+  lost() {
+    printf '7\tu\tCOMPLETED\t2\t01:00:00\t00:00:00\t%s\tUnknown\tUnknown\t%s\n' "$1" "$record" \
+      >"$BATS_TEST_TMPDIR/sacct"
+    xsite --config "$conf" replay --sacct-file "$BATS_TEST_TMPDIR/sacct" --max-slowdown 100 |
+      sed -n 's/^  node-hours lost to slowdown by the jobs allowed to span: //p'
+  }
+  local one both huge
+  one=$(lost 'alpha[1-2]')
+  both=$(lost 'alpha1,beta1')
+  huge=$(lost 'alpha1,x[0000000-9999999],beta[1-2]')
+  [[ -n $one && -n $both ]]
+  # s - 1 against (s - 1) / s: their ratio is s, the job's slowdown (> 1)
+  awk -v a="$one" -v b="$both" 'BEGIN { exit !(a > b && b > 0) }'
+  [[ $huge == "$both" ]]
+  [[ $(lost 'alpha[1-2') == "$one" ]]
+}
+
 @test "explain lets a low-communication job span both sites" {
   run -0 xsite --config "$TESTBED" explain --nodes 4 --comm-profile low
   assert_line --index 0 --regexp '^xsite: may span both sites: spanning would be '

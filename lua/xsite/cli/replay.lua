@@ -70,12 +70,12 @@ function M.run(opts, _, io_, global)
   if not jobs then err(io_, "xsite replay: %s\n", perr) return 1 end
   local _, measured = common.state_files(cfg, "replay", io_)
   local s = replay.run(cfg, jobs, { max_slowdown = maxs, profile_state = measured, spans = function(job)
-    local seen, n = {}, 0
-    for _, name in ipairs(hostlist.expand(job.nodelist) or {}) do
-      local site = cfg.site_of_node[name]
-      if site and not seen[site] then seen[site], n = true, n + 1 end
+    local counts = hostlist.site_counts(job.nodelist, cfg)
+    local at = 0
+    for _, c in ipairs(counts or {}) do
+      if c > 0 then at = at + 1 end
     end
-    return n > 1
+    return at > 1
   end })
   if opts.json then
     out(io_, "%s\n", json.encode({ max_slowdown = maxs or cfg.policy.max_slowdown, jobs = s.jobs,
