@@ -438,12 +438,19 @@ local function decide(job_desc, slurm, flags, extra)
   return slurm.SUCCESS, d
 end
 
+-- The policy lines of the configuration in force, or nil; never raises
+-- (what an internal error's handling reads).
+local function policy_in_force()
+  local ok, cfg = pcall(state.conf.get)
+  return ok and cfg and cfg.policy or nil
+end
+
 -- Whether a job or a change xsite failed to judge (an internal error) is
 -- refused: under FailMode=closed, unless root or SlurmUser asks.
 local function fails_closed(uid)
   if M.privileged(uid) then return false end
-  local ok, cfg = pcall(state.conf.get)
-  return state.fail_closed or (ok and cfg and cfg.policy.fail_mode == "closed") or false
+  local pol = policy_in_force()
+  return state.fail_closed or (pol ~= nil and pol.fail_mode == "closed")
 end
 
 -- An internal error met judging a job or a change (`what`, for the log):
@@ -826,9 +833,9 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     if M.recheck_request(job_desc.admin_comment) then job_desc.admin_comment = job_rec.admin_comment or "" end
     -- Mode=enforce: a change xsite cannot judge could take the job out of
     -- its pin; refused, the job stays as it was
-    local okc, cfg = pcall(state.conf.get)
+    local pol = policy_in_force()
     return internal_error(slurm, rc, fails_closed(modify_uid) or
-      (okc and cfg and cfg.policy.mode == "enforce" and not M.privileged(modify_uid)), "modification", "change refused")
+      (pol ~= nil and pol.mode == "enforce" and not M.privileged(modify_uid)), "modification", "change refused")
   end
   return rc
 end
