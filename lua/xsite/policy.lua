@@ -289,6 +289,21 @@ function M.decide(req)
       return finish("reject", "bad-request", string.format("--prefer %s: %s", quote(prefer), perr))
     end
     d.user_prefer = prefer
+    -- A constraint that keeps the job at one site keeps its preference
+    -- there too, whatever is decided below (a one-node job's as well), so
+    -- that a later change of the job's size finds the preference pinned:
+    -- Slurm may apply such a change without the --prefer xsite sets with it.
+    if ua.one_site and not req.het and not (pa.one_site and #within(pa.sites, ua.sites) == #pa.sites) then
+      local merged, why_not = constraint.combine(prefer, pa, pin_constraint(ua.sites))
+      local ma
+      if merged then ma, why_not = constraint.analyse(merged, cfg) end
+      if not ma then
+        return finish("reject", "constraint", string.format("--prefer %s: %s; your --constraint keeps the job at %s, "
+          .. "and Slurm schedules with --prefer instead where it can, so it must keep the job there too",
+          quote(prefer), why_not, #ua.sites == 1 and "site " .. ua.sites[1].name or "one site"))
+      end
+      prefer, pa, d.prefer = merged, ma, merged
+    end
   end
 
   -- Nodes asked for by name: the sites they are at (a hostlist is never

@@ -754,8 +754,9 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       job_desc.admin_comment = record.put_word(ac, "recheck", recheck.link)
       return slurm.SUCCESS
     end
-    if rc == slurm.SUCCESS and d and (d.action == "pin" or d.action == "site") and early
-        and not M.privileged(modify_uid) then
+    -- (Mode=advise refuses no change: it promises nothing)
+    local enforced = cfg and cfg.policy.mode == "enforce" and not M.privileged(modify_uid)
+    if rc == slurm.SUCCESS and d and (d.action == "pin" or d.action == "site") and early and enforced then
       -- The site constraint goes into Features and Prefer, which Slurm
       -- sets after the partition, node lists and counts of the same change,
       -- and not at all when a field of it fails in between (Slurm keeps
@@ -769,6 +770,25 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
           .. "of the change, and not at all were a part of it to fail; make it in two: first scontrol update "
           .. "JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
           rawget(view, "features") or job_desc.features or "[" .. M.any_site(cfg) .. "]")
+        slurm.log_user("xsite: change refused: %s", why)
+        slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
+        return slurm.ERROR
+      end
+    end
+    if rc == slurm.SUCCESS and job_desc.prefer and job_desc.prefer ~= "" and enforced then
+      -- Slurm sets Prefer right after Features, and not at all when it finds
+      -- the preference invalid: a change that keeps the job at one site by
+      -- its Features from now on must not bring a new --prefer, or a job
+      -- kept at one site by its Features could keep an old preference that
+      -- is not (a later change of its size trusts the Features, above)
+      local after = rawget(view, "features") or job_desc.features
+      local a_after = after and after ~= "" and constraint.analyse(after, cfg)
+      local a_now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
+      if a_after and a_after.one_site and not (a_now and a_now.one_site) then
+        local why = string.format("Prefer= with a change that keeps the job at one site: Slurm sets the rest "
+          .. "first and keeps it when it finds the preference invalid, and the job's old preference need not keep "
+          .. "it there; make it in two: first scontrol update JobId=%s Features='%s', then Prefer=",
+          tostring(job_rec.job_id), after)
         slurm.log_user("xsite: change refused: %s", why)
         slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
         return slurm.ERROR

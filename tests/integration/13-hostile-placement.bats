@@ -278,6 +278,33 @@ sites_printed() {
 	one_site "$JOB"
 }
 
+@test "a one-node job's --prefer at both sites does not carry it across when it grows" {
+	local one two
+	# (each change excludes alpha2 and beta2: two nodes only across the
+	# sites, alpha1 and beta1)
+	# Kept at one site by its constraint, the preference at both sites:
+	# before, a one-node job's preference was left as given, and a change of
+	# its size that Slurm applies in part (NumNodes, then Nice fails) was
+	# let through in one step, Features keeping the job at one site
+	try -H -N1 --constraint=site_alpha --prefer='site_alpha|site_beta' --wrap true
+	one=$JOB
+	[[ -n $one ]]
+	run update JobId="$one" NumNodes=2-2 ExcNodeList=alpha2,beta2 Nice=-1
+	release "$one"
+	# Features= that keeps the job at one site with a Prefer= Slurm refuses
+	# (a feature no node has): before, Features was set and the old
+	# preference at both sites stayed, for the same change next
+	try -H -N1 --constraint='site_alpha|site_beta' --prefer='site_alpha|site_beta' --wrap true
+	two=$JOB
+	[[ -n $two ]]
+	run update JobId="$two" Features=site_alpha Prefer=nosuch
+	run update JobId="$two" NumNodes=2-2 ExcNodeList=alpha2,beta2 Nice=-1
+	release "$two"
+	not_both "$one"
+	not_both "$two"
+	on_head scancel "$one" "$two"
+}
+
 @test "a job that would grow another (--dependency=expand) is refused" {
 	try -H -N1 --wrap true
 	[[ -n $JOB ]]

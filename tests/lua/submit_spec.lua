@@ -416,6 +416,72 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_modify(change, rec(nil), s, 0))
     assert.are.equal("[site_a|site_b]", change.features)
     assert.are.equal(0, submit.job_modify({ min_nodes = 5, max_nodes = 5 }, rec(nil), s, 1000))
+    -- Mode=advise refuses no change
+    setup_conf(CONF .. "Mode=advise\n")
+    assert.are.equal(0, submit.job_modify({ min_nodes = 2, max_nodes = 2, nice = 2147483548 }, rec(nil), s, 1000))
+  end)
+
+  it("a job kept at one site by its constraint has its --prefer kept there too, one-node jobs included", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    -- so that a later change of its size, which Slurm may apply without the
+    -- preference xsite sets with it, finds the preference pinned
+    for _, c in ipairs({ { "site_a", "site_a|site_b", "(site_a|site_b)&site_a" },
+        { "[site_a|site_b]", "ib", "ib&[site_a|site_b]" }, { "site_b&ib", "site_b", "site_b" } }) do
+      local one = job({ min_nodes = 1, max_nodes = 1, features = c[1], prefer = c[2] })
+      assert.are.equal(0, submit.job_submit(one, s, 1000))
+      assert.are.equal(c[1], one.features)
+      assert.are.equal(c[3], one.prefer)
+      assert.are.equal(c[2], require("xsite.record").parse(one.admin_comment).prefer)
+    end
+    -- one that cannot take it is refused, naming --prefer
+    local one = job({ min_nodes = 1, max_nodes = 1, features = "site_a", prefer = "ib*2" })
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(one, s, 1000))
+    assert.matches("^xsite: job rejected: %-%-prefer 'ib%*2': .*your %-%-constraint keeps the job at site a",
+      s.user[#s.user])
+    -- a constraint that does not keep it at one site leaves a one-node
+    -- job's preference as it is
+    one = job({ min_nodes = 1, max_nodes = 1, features = "ib", prefer = "site_a|site_b" })
+    assert.are.equal(0, submit.job_submit(one, s, 1000))
+    assert.are.equal("site_a|site_b", one.prefer)
+  end)
+
+  it("refuses Prefer= in a change that keeps the job at one site from now on", function()
+    setup_conf(CONF)
+    local s = fake_slurm()
+    local one = job({ min_nodes = 1, max_nodes = 1, features = "ib", prefer = "site_a|site_b" })
+    assert.are.equal(0, submit.job_submit(one, s, 1000))
+    local function rec(features)
+      return { job_id = 7, features = features, admin_comment = one.admin_comment, spank_job_env = {},
+        job_state = submit.JOB_PENDING }
+    end
+    -- Slurm would set Features=site_a, then refuse an invalid preference:
+    -- kept at one site by Features, with the old preference for both
+    assert.are.equal(-1, submit.job_modify({ features = "site_a", prefer = "nosuch" }, rec("ib"), s, 1000))
+    assert.are.equal("xsite: change refused: Prefer= with a change that keeps the job at one site: Slurm sets the "
+      .. "rest first and keeps it when it finds the preference invalid, and the job's old preference need not "
+      .. "keep it there; make it in two: first scontrol update JobId=7 Features='site_a', then Prefer=",
+      s.user[#s.user])
+    -- the two steps
+    local change = { features = "site_a" }
+    assert.are.equal(0, submit.job_modify(change, rec("ib"), s, 1000))
+    assert.are.equal("(site_a|site_b)&site_a", change.prefer)
+    -- then the preference: whatever constraint the job has after, a
+    -- preference that keeps it within the same sites
+    change = { prefer = "fast" }
+    assert.are.equal(0, submit.job_modify(change, rec("site_a"), s, 1000))
+    local constraint, cfg = require("xsite.constraint"), require("xsite.config").parse(CONF, "xsite.conf")
+    local after = assert(constraint.analyse(change.features or "site_a", cfg))
+    if after.one_site then
+      local p = assert(constraint.analyse(change.prefer, cfg))
+      assert.is_true(p.one_site and p.sites[1] == after.sites[1], change.prefer)
+    end
+    -- a change that leaves the job's constraint as it was, root's, and one
+    -- under Mode=advise go through
+    assert.are.equal(0, submit.job_modify({ prefer = "fast" }, rec("ib"), s, 1000))
+    assert.are.equal(0, submit.job_modify({ features = "site_a", prefer = "nosuch" }, rec("ib"), s, 0))
+    setup_conf(CONF .. "Mode=advise\n")
+    assert.are.equal(0, submit.job_modify({ features = "site_a", prefer = "nosuch" }, rec("ib"), s, 1000))
   end)
 
   it("decides again when a pending job's node count changes", function()
