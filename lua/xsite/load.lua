@@ -43,10 +43,11 @@ local function groups(by_time)
 end
 
 -- The units of license `name` in a job's licenses ("a:2,xsite_link:4";
--- remote ones "xsite_link@db:4").
+-- remote ones "xsite_link@db:4"; of a request of one of several,
+-- "a:1|xsite_link:2", those it may hold).
 local function units_of(licenses, name)
   local n = 0
-  for item in licenses:gmatch("[^,]+") do
+  for item in licenses:gmatch("[^,|]+") do
     local lname, count = item:match("^([^:@]+)[^:]*:(%d+)$")
     if not lname then lname, count = item:match("^([^:@]+)[^:]*$"), "1" end
     if lname and lname:lower() == name:lower() then n = n + tonumber(count) end
@@ -76,7 +77,8 @@ function M.gather(cfg, out, now)
   local lic = cfg.link.license
   local ends = {}
   for line in (out.squeue or ""):gmatch("[^\n]+") do
-    local left, nodes, licenses = line:match("^([^|]*)|([^|]*)|([^|]*)$")
+    -- the licenses last: a request of one of several ("a|b") holds '|'
+    local left, nodes, licenses = line:match("^([^|]*)|([^|]*)|(.*)$")
     if not left then return nil, "squeue: unexpected line: " .. line:sub(1, 200) end
     -- a job without a time limit (UNLIMITED) never ends, as far as we
     -- know; the others at the next whole minute of their time left (a few

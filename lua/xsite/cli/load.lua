@@ -122,7 +122,13 @@ function M.run(opts, _, io_, global)
   if e then err(io_, "xsite load: %s\n", e) return 1 end
   local ld
   ld, e = load.gather(cfg, got, now)
-  if not ld then err(io_, "xsite load: %s\n", e) return 1 end
+  if not ld then
+    err(io_, "xsite load: %s\n", e)
+    -- the link's load unknown, the jobs pending are decided again for the
+    -- link's state all the same
+    if opts.write and cfg.policy.mode == "enforce" then M.recheck(cfg, timeout, io_) end
+    return 1
+  end
   if opts.write then
     local ok, werr = fs.write_atomic(cfg.policy.link_load_file, states.format_load(ld,
       "written by xsite load: the link's licenses and the sites' nodes, as Slurm had them"))
