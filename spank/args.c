@@ -283,8 +283,17 @@ static int option_cb(int val, const char *optarg, int remote)
 
 	if (val < 0 || val >= XSITE_NFLAGS)
 		return -1;
-	slurm_debug("xsite: option --%s=%s%s", xsite_flag_info[val].name,
-		    optarg ? optarg : "(no argument)", remote ? " (remote)" : "");
+	if (optarg != NULL) {
+		/* (in slurmstepd the value is the job's to forge) */
+		char *shown = xsite_printable(optarg, 256);
+
+		slurm_debug("xsite: option --%s=%s%s", xsite_flag_info[val].name, shown ? shown : "?",
+			    remote ? " (remote)" : "");
+		free(shown);
+	} else {
+		slurm_debug("xsite: option --%s (no argument)%s", xsite_flag_info[val].name,
+			    remote ? " (remote)" : "");
+	}
 	if (xsite_args_set(&xsite_args, (enum xsite_flag)val, optarg, &err) < 0) {
 		if (remote) {
 			free(err);

@@ -227,6 +227,43 @@ static int has_control(const char *v)
 	return 0;
 }
 
+/*
+ * Whether a log line is clean: no control character (C0, DEL, C1), only
+ * well-formed UTF-8, at most max bytes.
+ */
+static int clean_line(const char *v, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)v;
+
+	if (strlen(v) > max)
+		return 0;
+	while (*p != '\0') {
+		size_t len = 1, k;
+
+		if (*p < 0x20 || *p == 0x7f)
+			return 0;
+		if (*p >= 0x80) {
+			/* a lead byte, then continuation bytes; C1 is U+0080-U+009F */
+			if (*p >= 0xc2 && *p <= 0xdf)
+				len = 2;
+			else if (*p >= 0xe0 && *p <= 0xef)
+				len = 3;
+			else if (*p >= 0xf0 && *p <= 0xf4)
+				len = 4;
+			else
+				return 0;
+			for (k = 1; k < len; k++) {
+				if (p[k] < 0x80 || p[k] > 0xbf)
+					return 0;
+			}
+			if (*p == 0xc2 && p[1] < 0xa0)
+				return 0;
+		}
+		p += len;
+	}
+	return 1;
+}
+
 static int nl(const char *s)
 {
 	return s != NULL && strchr(s, '\n') != NULL;
@@ -475,7 +512,7 @@ static void fuzz_task_env(struct target *t, struct xsite_lua *x)
 		const char *e = xsite_lua_error(x);
 
 		t->rejected++;
-		if (e == NULL || strncmp(e, "SLURM_JOB_NODELIST: ", 20) != 0 || has_control(e))
+		if (e == NULL || strncmp(e, "SLURM_JOB_NODELIST: ", 20) != 0 || !clean_line(e, 1024 + 3))
 			fail(t, "nodelist '%s': the message does not name SLURM_JOB_NODELIST on one clean line: %s",
 			     show(nodes), show(e));
 	}

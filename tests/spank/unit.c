@@ -476,6 +476,29 @@ static void test_bridge(void)
 	ok(rc == -1 && has(xsite_lua_error(x), "SLURM_JOB_NODELIST: unclosed '['"),
 	   "a node list that does not parse is an error");
 
+	/* the job's own node list, quoted in the error that reaches the logs */
+	rc = xsite_lua_task_env(x, "alpha1", "alpha[1-\xc2\x9b" "2\xff\xc3\xa9", &env);
+	ok(rc == -1 && has(xsite_lua_error(x), "alpha[1-\\xc2\\x9b2\\xff\xc3\xa9"),
+	   "its C1 control characters and broken UTF-8 as \\xHH, well-formed UTF-8 kept");
+	diag("message", xsite_lua_error(x));
+	{
+		/* "alpha[1,1,...,1": unclosed, quoted whole by the Lua */
+		char *huge = malloc(6 + 2 * 6000 + 1);
+		size_t i;
+
+		if (huge != NULL) {
+			memcpy(huge, "alpha[", 6);
+			for (i = 0; i < 6000; i++)
+				memcpy(huge + 6 + 2 * i, "1,", 2);
+			huge[6 + 2 * 6000 - 1] = '\0';
+			rc = xsite_lua_task_env(x, "alpha1", huge, &env);
+			ok(rc == -1 && strlen(xsite_lua_error(x)) == 1024 + 3 &&
+			   has(xsite_lua_error(x) + 1024, "..."), "cut short at 1024 bytes: %zu",
+			   strlen(xsite_lua_error(x)));
+			free(huge);
+		}
+	}
+
 	xsite_lua_close(x);
 
 	/* the link: channels, the measured state, a bad state file */
