@@ -370,6 +370,11 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 		      rep.step.step, rep.dir, rep.step.jobid);
 	free(err);
 	err = NULL;
+	/* the record is written: the steps ending with this one do not wait for the user's copy */
+	if (lock >= 0) {
+		close(lock);
+		lock = -1;
+	}
 	if (rep.copy != NULL &&
 	    xsite_report_copy(text, rep.copy, rep.cwd, &rep.step, XSITE_COPY_TIMEOUT_MS, &err) < 0)
 		slurm_error("xsite: report: job %u: %s", rep.step.jobid, err);

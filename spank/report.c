@@ -952,8 +952,22 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 	if (pid == 0) {
 		char *why = NULL;
 		sigset_t all;
+		int out = pipefd[1], fd;
 
 		close(pipefd[0]);
+		/*
+		 * Nothing of slurmstepd's goes with the writer but its end of the
+		 * pipe: a writer the user's file system holds (FUSE) cannot be
+		 * killed, and must not hold a lock or a file of root's meanwhile.
+		 */
+		if (out != 3 && dup2(out, 3) == 3)
+			out = 3;
+		if (close_range((unsigned)out + 1, ~0U, 0) < 0) {
+			for (fd = out + 1; fd < 65536; fd++)
+				close(fd);
+		}
+		for (fd = 3; fd < out; fd++)
+			close(fd);
 		/* a hung file system ends the writer too (root does not wait for it) */
 		signal(SIGALRM, SIG_DFL);
 		sigemptyset(&all);
@@ -967,7 +981,7 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 		else
 			why = write_copy(text, path, cwd, st->jobid);
 		if (why != NULL) {
-			n = write(pipefd[1], why, strlen(why));
+			n = write(out, why, strlen(why));
 			(void)n;
 		}
 		_exit(why != NULL);
@@ -997,6 +1011,21 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 }
 
 /* ---- the end of a job, and ReportRetention ------------------------------------ */
+
+/*
+ * A directory of the user's made root's (fd): owner root, mode 0700, no ACL
+ * that gives anyone a way in (libacl has no call for a directory's default
+ * ACL by fd: the ACLs go whole).  -1 with errno when it cannot be.
+ */
+static int take_over(int fd)
+{
+	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0700) < 0)
+		return -1;
+	if ((fremovexattr(fd, "system.posix_acl_access") < 0 && errno != ENODATA && errno != ENOTSUP) ||
+	    (fremovexattr(fd, "system.posix_acl_default") < 0 && errno != ENODATA && errno != ENOTSUP))
+		return -1;
+	return 0;
+}
 
 int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 {
@@ -1029,38 +1058,86 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (mpi >= 0) {
 		/* root's again, and no ACL of the user's gives anyone a way in */
-		if (fstat(mpi, &ms) < 0 || ms.st_dev != js.st_dev || fchown(mpi, 0, 0) < 0 ||
-		    fchmod(mpi, 0700) < 0) {
+		int other_fs = 0;
+
+		if (fstat(mpi, &ms) < 0 || (other_fs = ms.st_dev != js.st_dev) || take_over(mpi) < 0)
 			*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name,
-					 ms.st_dev != js.st_dev ? "not on ReportDir's file system" : strerror(errno));
-			goto out;
-		}
-		/* the ACLs go whole (libacl has no call for a directory's default ACL by fd) */
-		if ((fremovexattr(mpi, "system.posix_acl_access") < 0 && errno != ENODATA &&
-		     errno != ENOTSUP) ||
-		    (fremovexattr(mpi, "system.posix_acl_default") < 0 && errno != ENODATA &&
-		     errno != ENOTSUP)) {
-			*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot remove its ACL: %s", dir, name,
-					 strerror(errno));
-			goto out;
-		}
+					 other_fs ? "not on ReportDir's file system" : strerror(errno));
 	} else if (errno != ENOENT) {
 		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: %s", dir, name,
 				 errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
-		goto out;
+	}
+	if (*err != NULL) {
+		/*
+		 * mpi/ stays as it is (a mount of the user's over it, one root
+		 * may not look into): the owner loses the way to it, their ACL on
+		 * the job's directory, and with it to the record (the copy they
+		 * asked for still reached them); the job's end is noted all the same
+		 */
+		char *more = NULL;
+
+		if (fremovexattr(job, "system.posix_acl_access") < 0 && errno != ENODATA && errno != ENOTSUP)
+			more = xsite_fmt("%s; and the owner's way in stays: %s", *err, strerror(errno));
+		else
+			more = xsite_fmt("%s; the owner may no longer enter %s/", *err, name);
+		if (more != NULL) {
+			free(*err);
+			*err = more;
+		}
 	}
 	if (s.ended == 0) {
+		char *serr = NULL;
+
 		s.ended = (long long)time(NULL);
-		if (write_stamp(job, &s, err) < 0)
+		if (write_stamp(job, &s, &serr) < 0) {
+			if (*err == NULL)
+				*err = serr;
+			else
+				free(serr);
 			goto out;
+		}
 	}
-	rc = 0;
+	rc = *err == NULL ? 0 : -1;
 out:
 	if (mpi >= 0)
 		close(mpi);
 	if (job >= 0)
 		close(job);
 	close(spool);
+	return rc;
+}
+
+/*
+ * Move the directory name under parent, too deep to remove now, up into
+ * ReportDir (spool) as .stale.deep.XXXXXXXXXX, made root's first
+ * (take_over): a tree of the user's (mpi/) must not come within their
+ * reach there.  What lands in ReportDir is checked again: another
+ * directory (the name swapped meanwhile) is made root's too, anything else
+ * is removed.
+ */
+static int move_up(int parent, const char *name, dev_t dev, int spool)
+{
+	struct stat st, moved;
+	char up[48];
+	int fd, rc = -1;
+
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || take_over(fd) < 0 ||
+	    random_name(up, sizeof(up), STALE "deep.") < 0 ||
+	    renameat2(parent, name, spool, up, RENAME_NOREPLACE) < 0)
+		goto out;
+	close(fd);
+	fd = openat(spool, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return unlinkat(spool, up, 0) < 0 && errno != ENOENT ? -1 : 0;
+	if (fstat(fd, &moved) < 0 ||
+	    ((moved.st_ino != st.st_ino || moved.st_dev != st.st_dev) && take_over(fd) < 0))
+		goto out;
+	rc = 0;
+out:
+	close(fd);
 	return rc;
 }
 
@@ -1079,6 +1156,11 @@ static int remove_tree(int parent, const char *name, dev_t dev, int depth, long 
 	int fd, rc = 0;
 
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+		/* not a directory (any more): it goes as it is */
+		(*budget)--;
+		return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+	}
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
 	if (fstat(fd, &st) < 0 || st.st_dev != dev) {
@@ -1106,10 +1188,7 @@ static int remove_tree(int parent, const char *name, dev_t dev, int depth, long 
 				rc = -1;
 			(*budget)--;
 		} else if (depth >= XSITE_PRUNE_DEPTH) {
-			char up[48];
-
-			if (random_name(up, sizeof(up), STALE "deep.") < 0 ||
-			    renameat2(fd, e->d_name, spool, up, RENAME_NOREPLACE) < 0)
+			if (move_up(fd, e->d_name, dev, spool) < 0)
 				rc = -1;
 			(*budget)--;
 		} else {

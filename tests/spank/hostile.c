@@ -598,6 +598,9 @@ static void test_traffic(void)
 }
 
 /* mpi/ on another file system (a mount of the user's, FUSE say): refused. */
+static int prepare(uint32_t job, uid_t uid, char **err);
+static int stale_count(uint32_t job);
+
 static void test_mount(void)
 {
 	struct xsite_report_step st = step_of(111, "0");
@@ -618,7 +621,22 @@ static void test_mount(void)
 	xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &lock, &err);
 	ok(has(text, "no MPI traffic record (mpi/ missing, not the owner's, or not on ReportDir's file system)"),
 	   "mpi/ with a file system mounted on it is not read");
+	/* the job ends with the mount still there: mpi/ cannot be taken back */
+	free(err);
+	err = NULL;
+	rc = xsite_report_job_end(reports, 111, owner, &err);
+	ok(rc < 0 && has(err, "cannot take it back: not on ReportDir's file system") &&
+	   has(err, "the owner may no longer enter 111/") &&
+	   getxattr(path_of("reports/111"), "system.posix_acl_access", NULL, 0) < 0 && errno == ENODATA,
+	   "a job that ends with a mount on mpi/: its owner's ACL on the job's directory goes (%s)",
+	   err ? err : "no message");
 	umount(path_of("reports/111/mpi"));
+	/* its end was noted all the same: the id coming back finds it moved aside */
+	free(err);
+	err = NULL;
+	rc = prepare(111, owner, &err);
+	ok(rc >= 0 && stale_count(111) == 1 && has(err, "ended): moved to .stale.111."), "and its end is noted: job 111 again does not meet its files (%s)",
+	   err ? err : "");
 	if (lock >= 0)
 		close(lock);
 	free(start);
@@ -794,12 +812,37 @@ static void test_spool_lock(void)
 	waitpid(pid, NULL, 0);
 }
 
+/*
+ * The .stale.deep.* directories the pruner moved up into ReportDir, and
+ * (*bad) how many of them are not root's, or writable by others.
+ */
+static int deep_entries(int *bad)
+{
+	DIR *d = opendir(reports);
+	struct dirent *e;
+	struct stat st;
+	int n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		/* (but the file planted under such a name, which goes as it is) */
+		if (strncmp(e->d_name, ".stale.deep.", 12) != 0 || strcmp(e->d_name, ".stale.deep.abcdefghij") == 0)
+			continue;
+		n++;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (st.st_uid != 0 || (st.st_mode & 022) != 0))
+			(*bad)++;
+	}
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
 static void test_prune(void)
 {
 	struct xsite_prune done;
 	char *err = NULL, *p;
 	const long day = 86400, keep = 30 * day;
-	int i, rc, calls, max_scanned = 0, max_files = 0, deep;
+	int i, rc, calls, max_scanned = 0, max_files = 0, deep, moved = 0, open_to_all = 0;
 
 	/* a fresh ReportDir */
 	snprintf(reports, sizeof(reports), "%s/prune", tmpdir);
@@ -814,6 +857,16 @@ static void test_prune(void)
 	    "ln -s / root && mkdir -p d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d && touch d/d/d/d/d/d/d/d/d/d/d/d/d/f",
 	    tmpdir, tmpdir);
 	put(path_of("outside"), "keep me", 0);
+	/*
+	 * a tree of the user's deeper than the pruner goes, open to all, with
+	 * more files at its bottom than one call removes: what is moved up
+	 * into ReportDir must be root's and closed there
+	 */
+	run("cd %s/prune/201/mpi && mkdir -p a/b/c/d/e/f/g/h/i/j/k && cd a/b/c/d/e/f/g/h/i/j/k && "
+	    "seq 1 %d | xargs touch && cd %s/prune/201/mpi && chown -R %u a && chmod -R 777 a",
+	    tmpdir, 2 * XSITE_PRUNE_FILES, tmpdir, (unsigned)owner);
+	/* a file of the user's in ReportDir by the name of a moved-up tree (a name swapped under the pruner) */
+	put(path_of("prune/.stale.deep.abcdefghij"), "mine", owner);
 	for (i = 200; i < 260; i++)
 		age(path_of("prune/%d", i), keep + day);
 	/* young ones, an old one whose end was never seen, a moved-aside one */
@@ -850,6 +903,7 @@ static void test_prune(void)
 			max_scanned = (int)done.scanned;
 		if ((int)done.files > max_files)
 			max_files = (int)done.files;
+		moved += deep_entries(&open_to_all);
 		if (done.wrapped && done.files == 0)
 			break;
 	}
@@ -887,6 +941,8 @@ static void test_prune(void)
 			closedir(d);
 	}
 	ok(deep == 0, "a tree deeper than %d levels is removed too (moved up, then removed)", XSITE_PRUNE_DEPTH);
+	ok(moved > 1 && open_to_all == 0, "what is moved up into ReportDir is root's, writable by nobody else (%d "
+	   "seen between calls, %d not)", moved, open_to_all);
 	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
 }
 
@@ -1021,6 +1077,51 @@ static void *watch(void *arg)
 	return NULL;
 }
 
+/*
+ * What the writer holds while it writes (a file in copies/ open): 1 when a
+ * descriptor of it names the file `spy.marker` (root's, open in this
+ * process without O_CLOEXEC), 0 when none does, -1 when never seen writing.
+ */
+static struct {
+	pid_t tid;
+	int holds, stop;
+} spy;
+
+static void *inspect(void *arg)
+{
+	char path[64], fd_dir[64], link[PATH_MAX], target[PATH_MAX];
+	struct dirent *e;
+	pid_t child;
+	DIR *d;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)spy.tid);
+	while (!__atomic_load_n(&spy.stop, __ATOMIC_SEQ_CST) && spy.holds < 0) {
+		int writing = 0, marker = 0;
+
+		child = a_child(path);
+		snprintf(fd_dir, sizeof(fd_dir), "/proc/%d/fd", (int)child);
+		d = child > 0 ? opendir(fd_dir) : NULL;
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			ssize_t n;
+
+			snprintf(link, sizeof(link), "%s/%s", fd_dir, e->d_name);
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			writing |= strstr(target, "/copies/") != NULL;
+			marker |= strstr(target, "/spy.marker") != NULL;
+		}
+		if (d != NULL)
+			closedir(d);
+		if (writing)
+			spy.holds = marker;
+		usleep(100);
+	}
+	return NULL;
+}
+
 /* The copy of a big record with the writer stopped or killed as it runs; its result and time. */
 static int copy_attacked(int sig, const char *text, char **err, double *secs, int *caught)
 {
@@ -1119,6 +1220,27 @@ static void test_copy(void)
 	ok(caught && rc < 0 && has(err, "the writer died (Killed)") && secs < 2,
 	   "the writer killed by its user: root goes on at once (%.2f s)", secs);
 	free(err);
+
+	/* the writer takes nothing of slurmstepd's with it (a lock, a file): only its pipe */
+	{
+		int marker = open(path_of("spy.marker"), O_RDWR | O_CREAT, 0600);
+		pthread_t t;
+
+		spy.tid = (pid_t)syscall(SYS_gettid);
+		spy.holds = -1;
+		spy.stop = 0;
+		pthread_create(&t, NULL, inspect, NULL);
+		rc = xsite_report_copy(big, path_of("copies/watched.json"), NULL, &st, 20000, &err);
+		__atomic_store_n(&spy.stop, 1, __ATOMIC_SEQ_CST);
+		pthread_join(t, NULL);
+		ok(marker >= 0 && rc == 0 && spy.holds == 0,
+		   "the writer holds none of root's descriptors (seen writing: %s)",
+		   spy.holds < 0 ? "never" : spy.holds ? "holds one" : "holds none");
+		free(err);
+		if (marker >= 0)
+			close(marker);
+		unlink(path_of("copies/watched.json"));
+	}
 	free(big);
 }
 
