@@ -431,19 +431,25 @@ out:
 	return rc;
 }
 
-int xsite_lua_tune_env(struct xsite_lua *x, const char *dir, const char *jobid, char **env)
+int xsite_lua_tune_env(struct xsite_lua *x, const char *path, char **env, char **rules)
 {
-	struct field req[] = { { "dir", dir }, { "job", jobid } };
+	struct field req[] = { { "path", path } };
 	int rc;
 
 	*env = NULL;
-	if (configured(x) < 0 || request(x, "tune_env", req, 2) < 0)
+	*rules = NULL;
+	if (configured(x) < 0 || request(x, "tune_env", req, 1) < 0)
 		return -1;
-	rc = take(x, "env", env);
+	rc = take(x, "env", env) < 0 || take(x, "rules", rules) < 0 ? -1 : 0;
 	lua_pop(x->L, 1);
-	if (rc == 0 && *env == NULL) {
-		set_error(x, XSITE_LUA_INTERNAL, "tune_env: the answer has no environment");
+	if (rc == 0 && (*env == NULL || *rules == NULL)) {
+		set_error(x, XSITE_LUA_INTERNAL, "tune_env: the answer has no environment or no rules");
 		rc = -1;
+	}
+	if (rc < 0) {
+		free(*env);
+		free(*rules);
+		*env = *rules = NULL;
 	}
 	return rc;
 }

@@ -96,10 +96,11 @@ int xsite_lua_task_env(struct xsite_lua *x, const char *host, const char *nodeli
 void xsite_task_env_free(struct xsite_task_env *env);
 
 /*
- * MPI tuning of a spanning job (xsite.spank's tune_env): writes the coll/tuned
- * rules file into dir and sets *env to "NAME=VALUE" lines (caller frees).
+ * MPI tuning of a spanning job (xsite.spank's tune_env): *env, "NAME=VALUE"
+ * lines that point Open MPI at the coll/tuned rules in the file path (the
+ * caller makes it), and *rules, the text to write there (caller frees both).
  */
-int xsite_lua_tune_env(struct xsite_lua *x, const char *dir, const char *jobid, char **env);
+int xsite_lua_tune_env(struct xsite_lua *x, const char *path, char **env, char **rules);
 
 /* ReportDir, TrafficMaxSize and ReportRetention (free with xsite_report_settings_free). */
 int xsite_lua_report_settings(struct xsite_lua *x, struct xsite_report_settings *out);

@@ -43,6 +43,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,15 +140,21 @@ static int export(spank_t sp, const char *name, const char *value)
 
 /*
  * MPI tuning for spanning jobs, with tune_mpi=yes: xsite.spank.tune_env
- * writes an Open MPI coll/tuned rules file for the link into this node's
- * /tmp (the task runs here) and gives the OMPI_MCA_* settings (TCP buffers
- * and eager limit from the bandwidth-delay product, the rules file),
- * exported here.  A failure only loses the tuning (logged); the step runs.
+ * gives an Open MPI coll/tuned rules file for the link and the OMPI_MCA_*
+ * settings (TCP buffers and eager limit from the bandwidth-delay product,
+ * the rules file), exported here.  The file is made here, in this node's
+ * /tmp (the task runs here), by the plugin itself: user_init runs as the
+ * job's user, so the file is theirs, and under a name nobody can guess or
+ * take first (mkostemp).  A failure only loses the tuning (logged); the
+ * step runs.
  */
 static void tune_mpi(spank_t sp, struct xsite_lua *x)
 {
 	uint32_t jobid = 0, stepid = 0;
-	char id[48], step[16], *env = NULL, *line, *next, *eq;
+	char path[96], step[16], *env = NULL, *rules = NULL, *line, *next, *eq;
+	size_t len, done = 0;
+	ssize_t n;
+	int fd;
 
 	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS) {
@@ -156,11 +163,35 @@ static void tune_mpi(spank_t sp, struct xsite_lua *x)
 	}
 	if (xsite_report_step_name(stepid, step, sizeof(step)) == NULL)
 		return;
-	snprintf(id, sizeof(id), "%u.%s", jobid, step);
-	if (xsite_lua_tune_env(x, "/tmp", id, &env) < 0) {
-		slurm_error("xsite: %s", xsite_lua_error(x));
+	snprintf(path, sizeof(path), "/tmp/xsite-coll-rules.%u.%s.XXXXXX", jobid, step);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		slurm_error("xsite: tune_mpi: cannot make %s: %s; no MPI tuning", path, strerror(errno));
 		return;
 	}
+	if (xsite_lua_tune_env(x, path, &env, &rules) < 0) {
+		slurm_error("xsite: %s", xsite_lua_error(x));
+		goto fail;
+	}
+	len = strlen(rules);
+	while (done < len) {
+		n = write(fd, rules + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			slurm_error("xsite: tune_mpi: cannot write %s: %s; no MPI tuning", path,
+				    n < 0 ? strerror(errno) : "nothing written");
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		slurm_error("xsite: tune_mpi: cannot write %s: %s; no MPI tuning", path, strerror(errno));
+		goto fail;
+	}
+	free(rules_file);
+	rules_file = strdup(path);
 	for (line = env; line != NULL && *line != '\0'; line = next) {
 		next = strchr(line, '\n');
 		if (next != NULL)
@@ -169,14 +200,18 @@ static void tune_mpi(spank_t sp, struct xsite_lua *x)
 		if (eq == NULL)
 			continue;
 		*eq = '\0';
-		if (strcmp(line, "OMPI_MCA_coll_tuned_dynamic_rules_filename") == 0) {
-			free(rules_file);
-			rules_file = strdup(eq + 1);
-		}
 		if (export(sp, line, eq + 1) == 0)
 			slurm_verbose("xsite: tune_mpi: %s=%s", line, eq + 1);
 	}
 	free(env);
+	free(rules);
+	return;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	free(env);
+	free(rules);
 }
 
 /*

@@ -17,8 +17,8 @@ local policy = require("xsite.policy")
 local tune = require("xsite.tune")
 local report = require("xsite.report")
 local json = require("xsite.json")
-local fs = require("xsite.fs")
 local states = require("xsite.state")
+local text = require("xsite.text")
 
 local M = {}
 
@@ -120,30 +120,27 @@ function handlers.task_env(req)
 end
 
 --- Open MPI tuning for a task of a job that spans the link (tune_mpi=yes):
--- writes the coll/tuned rules file for the link (the measured one of the
--- LinkStateFile, else the configured one) to DIR/xsite-coll-rules.ID (the
--- node's own directory; one file per step, which the plugin removes when the
--- step ends) and gives the environment that points Open MPI at it.
--- `{ dir, job }` (a directory of this node, e.g. "/tmp"; the job's id, or
--- JOBID.STEP, e.g. 42.0, 42.batch) -> `{ env }` ("NAME=VALUE" lines)
+-- the coll/tuned rules for the link (the measured one of the LinkStateFile,
+-- else the configured one) and the environment that points Open MPI at
+-- them in `path`, the file the plugin made for them on this node (as the
+-- job's user, with a name of its own: one file per step, which it removes
+-- when the step ends) and writes them to.  Nothing is written here: in
+-- user_init the plugin runs as the user with root's real uid, and a shell
+-- (Debian's dash) would drop to that.
+-- `{ path }` (absolute) -> `{ env, rules }` ("NAME=VALUE" lines; the
+-- rules file's text)
 function handlers.tune_env(req)
   if not cfg then return fail("config", "no configuration loaded") end
-  local dir, jobid = req.dir, req.job
-  if type(dir) ~= "string" or dir:sub(1, 1) ~= "/" then
-    return fail("invalid", "tune_mpi: '" .. tostring(dir) .. "' is not an absolute directory")
-  end
-  if type(jobid) ~= "string" or not (jobid:match("^%d+$") or jobid:match("^%d+%.%w+$")) then
-    return fail("invalid", "tune_mpi: '" .. tostring(jobid) .. "' is not a job id")
+  local path = req.path
+  if type(path) ~= "string" or path:sub(1, 1) ~= "/" or path:find("[%c=]") then
+    return fail("invalid", "tune_mpi: '" .. text.printable(path) .. "' is not an absolute file name")
   end
   local link = policy.effective_link(cfg, (link_state()))
   if link.state == "down" then return fail("unavailable", "tune_mpi: the link is down; no MPI tuning") end
   local p, err = tune.plan({ bandwidth = link.bandwidth * link.channels, latency = link.latency },
     { local_bandwidth = math.min(cfg.sites[1].net_bw, cfg.sites[2].net_bw) })
   if not p then return fail("invalid", "tune_mpi: " .. err) end
-  local path = dir:gsub("/+$", "") .. "/xsite-coll-rules." .. jobid
-  local ok, werr = fs.write_atomic(path, tune.rules_text(p))
-  if not ok then return fail("io", "tune_mpi: " .. werr) end
-  return { env = (tune.format(tune.env(p, path), "env")) }
+  return { env = (tune.format(tune.env(p, path), "env")), rules = tune.rules_text(p) }
 end
 
 --- Where the per-job records go, and what bounds root's work on them.

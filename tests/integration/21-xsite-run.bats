@@ -17,14 +17,18 @@
 
 bats_require_minimum_version 1.5.0
 
+U='xsite-xrun1'
+
 setup_file() {
 	load helpers
 	xt_init xrun
+	xt_user "$U"
 	xt_advise_config
 	# task/affinity, so that srun's binding (--cpu-bind=cores) is real
 	xt_up --task-affinity
 	local w=$XT_STATE/work/xrun
-	mkdir -p "$w"
+	mkdir -p "$w" "$XT_STATE/work/$U"
+	chown "$U:" "$XT_STATE/work/$U"
 	xt_place "$XT_LIBXSITE" "$w/libxsite.so"
 	mpicc -O2 -o "$w/pairs" "$XT_REPO/tests/mpi/pairs.c"
 	gcc -shared -fPIC -O2 -o "$w/colltrace.so" "$XT_REPO/tests/mpi/colltrace.c" -ldl
@@ -59,6 +63,7 @@ C
 teardown_file() {
 	load helpers
 	xt_down
+	xt_users_remove
 }
 
 setup() {
@@ -293,15 +298,24 @@ check_site_major() {
 	run -0 --separate-stderr on_head srun -N2 -n2 -w alpha1,alpha2 -t 1 \
 		sh -c 'printf "%s %s\n" "$(hostname)" "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-none}"'
 	one=$output
+	# as an unprivileged user (user_init runs as the user, with root's real
+	# uid): the user's own file, readable by their tasks
+	local mine
+	run -0 --separate-stderr xt_as "$U" srun -N2 -n2 -w alpha1,beta1 -t 1 \
+		sh -c 'f=${OMPI_MCA_coll_tuned_dynamic_rules_filename:-/none}; printf "%s %s %s\n" "$(hostname)" \
+			"$(stat -c %U "$f" 2>/dev/null)" "$(head -n 1 "$f" 2>/dev/null | cut -c1-35)"'
+	mine=$output
 	printf '%s\n' "$line" >"$XT_STATE/etc/plugstack.conf.d/xsite.conf"
 	run -0 --separate-stderr on_head srun -N4 -n4 -w alpha1,alpha2,beta1,beta2 -t 1 \
 		sh -c 'printf "%s %s %s\n" "$(hostname)" "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-none}" \
 			"$(head -n 1 "${OMPI_MCA_coll_tuned_dynamic_rules_filename:-/none}" 2>/dev/null | cut -c1-35)"'
 	local off=$output
-	printf '%s\n' "$span" "$one" "$off" | tap_note
+	printf '%s\n' "$span" "$one" "$mine" "$off" | tap_note
 	assert_equal "$(wc -l <<<"$span")" 4
-	assert_equal "$(awk '{ sub(/[0-9]+\.[0-9]+$/, "JOB.STEP", $2); print $2, $3, $4, $5, $6, $7, $8 }' <<<"$span" |
-		sort -u)" "/tmp/xsite-coll-rules.JOB.STEP # Open MPI coll/tuned dynamic rules"
+	assert_equal "$(awk '{ sub(/[0-9]+\.[0-9]+\.[A-Za-z0-9]{6}$/, "JOB.STEP.XXXXXX", $2); print $2, $3, $4, $5, $6, $7, $8 }' <<<"$span" |
+		sort -u)" "/tmp/xsite-coll-rules.JOB.STEP.XXXXXX # Open MPI coll/tuned dynamic rules"
+	assert_equal "$(awk '{ print $2, $3, $4, $5, $6, $7, $8 }' <<<"$mine" | sort -u)" \
+		"$U # Open MPI coll/tuned dynamic rules"
 	assert_equal "$(awk '{ print $2 }' <<<"$one" | sort -u)" none
 	assert_equal "$(awk '{ print $2 }' <<<"$off" | sort -u)" none
 	# each node removes its step's rules file when the step ends (slurmstepd
@@ -309,8 +323,9 @@ check_site_major() {
 	# test's xsite-run that was killed (Open MPI hanging in MPI_Init) leaves
 	# its JOB.PID file behind, which is not the plugin's
 	local i left rules
-	rules=$(awk '{ print $2 }' <<<"$span" | sort -u)
-	[[ $rules =~ ^/tmp/xsite-coll-rules\.[0-9]+\.0$ ]]
+	# (each node's own name: all four asked of each node)
+	rules=$(awk '{ print $2 }' <<<"$span" | sort -u | tr '\n' ' ')
+	[[ $rules =~ ^(/tmp/xsite-coll-rules\.[0-9]+\.0\.[A-Za-z0-9]{6} ){4}$ ]]
 	for ((i = 0; i < 50; i++)); do
 		left=$(on_head srun -N4 -n4 -w alpha1,alpha2,beta1,beta2 -t 1 \
 			sh -c "ls $rules 2>/dev/null | wc -l" | sort -u)

@@ -14,9 +14,10 @@ local spank = {
   task_env = function(host, nodelist) return call("task_env", { host = host, nodelist = nodelist }) end,
   check_affinity = function(v) return call("check_affinity", { value = v }) end,
   check_profile = function(v) return call("check_profile", { value = v }) end,
-  tune_env = function(dir, job)
-    local ans, err, code = call("tune_env", { dir = dir, job = job })
-    return ans and ans.env, err, code
+  tune_env = function(path)
+    local ans, err, code = call("tune_env", { path = path })
+    if not ans then return nil, err, code end
+    return ans.env, ans.rules
   end,
   report_limits = function()
     local ans = assert(call("report_settings"))
@@ -97,45 +98,41 @@ describe("xsite.spank", function()
     assert.is_nil(ok)
     assert.matches("^b: 'zz' is not a number", err)
   end)
-  it("tune_env writes the rules file for the link and points Open MPI at it", function()
+  it("tune_env gives the rules for the link and points Open MPI at the plugin's file for them", function()
     load()
-    local env = assert(spank.tune_env(dir, "42"))
-    local path = dir .. "/xsite-coll-rules.42"
+    local path = dir .. "/xsite-coll-rules.42.0.Ab3dEf"
+    local env, rules = spank.tune_env(path)
     -- 1 Gb/s, 1 ms: the eager limit is 250 kB rounded up
     assert.are.equal("OMPI_MCA_btl_tcp_sndbuf=524288\nOMPI_MCA_btl_tcp_rcvbuf=524288\n"
       .. "OMPI_MCA_btl_tcp_eager_limit=262144\nOMPI_MCA_coll_han_priority=0\n"
       .. "OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename=" .. path .. "\n", env)
-    local text = assert(io.open(path)):read("*a")
-    assert.matches("^# Open MPI coll/tuned dynamic rules", text)
-    assert.matches("\n5 # collectives\n", text)
-    -- a second run for the same id rewrites the same file; the plugin names
-    -- one file per step: JOBID.STEP
-    assert(spank.tune_env(dir .. "/", "42"))
-    env = assert(spank.tune_env(dir, "42.batch"))
-    local want = "OMPI_MCA_coll_tuned_dynamic_rules_filename=" .. dir .. "/xsite-coll-rules.42.batch\n"
-    assert.is_truthy(env:find(want, 1, true))
+    assert.matches("^# Open MPI coll/tuned dynamic rules", rules)
+    assert.matches("\n5 # collectives\n", rules)
+    -- nothing is written here: the plugin writes the file it made
+    assert.is_nil(io.open(path))
   end)
 
-  it("tune_env follows the measured link and refuses a down link or a bad job id", function()
+  it("tune_env follows the measured link and refuses a down link or a bad file name", function()
     load("LinkStateFile=" .. dir .. "/link.state\n")
     local f = assert(io.open(dir .. "/link.state", "w"))
     f:write("State=degraded Bandwidth=1250MB/s Latency=5ms\n")
     f:close()
-    local env = assert(spank.tune_env(dir, "7"))
+    local env = assert(spank.tune_env(dir .. "/rules.7"))
     -- 1.25 GB/s x 10 ms RTT x 2 = 25 MB -> 32 MiB
     assert.matches("OMPI_MCA_btl_tcp_sndbuf=33554432\n", env)
     f = assert(io.open(dir .. "/link.state", "w"))
     f:write("State=down\n")
     f:close()
-    local none, err, code = spank.tune_env(dir, "8")
+    local none, err, code = spank.tune_env(dir .. "/rules.8")
     assert.is_nil(none)
     assert.matches("link is down", err)
     assert.are.equal("unavailable", code)
-    none, err, code = spank.tune_env(dir, "../8")
-    assert.is_nil(none)
-    assert.matches("not a job id", err)
-    assert.are.equal("invalid", code)
-    assert.is_nil((spank.tune_env("relative", "8")))
+    for _, bad in ipairs({ "relative/rules.8", dir .. "/rules\n8", dir .. "/a=b" }) do
+      none, err, code = spank.tune_env(bad)
+      assert.is_nil(none)
+      assert.matches("is not an absolute file name", err)
+      assert.are.equal("invalid", code)
+    end
   end)
 
   it("gives the plugin TrafficMaxSize and ReportRetention, 1 MiB and 30 days by default", function()

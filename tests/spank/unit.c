@@ -499,6 +499,21 @@ static void test_bridge(void)
 		}
 	}
 
+	/* MPI tuning: the settings for the plugin's own file, and the text it writes there */
+	{
+		char *env = NULL, *rules = NULL;
+
+		rc = xsite_lua_tune_env(x, "/tmp/xsite-coll-rules.7.0.Ab3dEf", &env, &rules);
+		ok(rc == 0 && has(env, "OMPI_MCA_coll_tuned_dynamic_rules_filename=/tmp/xsite-coll-rules.7.0.Ab3dEf\n") &&
+		   has(rules, "# Open MPI coll/tuned dynamic rules") && access("/tmp/xsite-coll-rules.7.0.Ab3dEf", F_OK) < 0,
+		   "tune_env: the settings point at the plugin's file, the rules come back to write there");
+		free(env);
+		free(rules);
+		rc = xsite_lua_tune_env(x, "relative", &env, &rules);
+		ok(rc == -1 && env == NULL && rules == NULL && has(xsite_lua_error(x), "not an absolute file name"),
+		   "tune_env: a file name that is not absolute is refused");
+	}
+
 	xsite_lua_close(x);
 
 	/* the link: channels, the measured state, a bad state file */
