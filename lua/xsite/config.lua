@@ -531,11 +531,12 @@ function M.slurm_conf_value(text, key)
   return value
 end
 
---- The licenses slurm.conf's text declares (Licenses=a:2,b), name -> count.
+--- The licenses slurm.conf's text declares (Licenses=a:2,b; Slurm also
+-- takes ';' between items and '=' before a count), name -> count.
 function M.slurm_licenses(text)
   local out = {}
-  for item in (M.slurm_conf_value(text, "Licenses") or ""):gmatch("[^,]+") do
-    local n, c = item:match("^([^:*]+)[:*]?(%d*)$")
+  for item in (M.slurm_conf_value(text, "Licenses") or ""):gmatch("[^,;]+") do
+    local n, c = item:match("^([^:=*]+)[:=*]?(%d*)$")
     if n then out[n] = tonumber(c) or 1 end
   end
   return out

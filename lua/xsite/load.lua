@@ -47,9 +47,9 @@ end
 -- "a:1|xsite_link:2", those it may hold).
 local function units_of(licenses, name)
   local n = 0
-  for item in licenses:gmatch("[^,|]+") do
-    local lname, count = item:match("^([^:@]+)[^:]*:(%d+)$")
-    if not lname then lname, count = item:match("^([^:@]+)[^:]*$"), "1" end
+  for item in licenses:gmatch("[^,;|]+") do
+    local lname, count = item:match("^([^:=@]+)[^:=]*[:=](%d+)$")
+    if not lname then lname, count = item:match("^([^:=@]+)[^:=]*$"), "1" end
     if lname and lname:lower() == name:lower() then n = n + tonumber(count) end
   end
   return n

@@ -120,12 +120,13 @@ local function quote(text)
 end
 M.quote = quote
 
---- Whether a Slurm license request ("a:2,b", "a|b", "a@db:1") names the
+--- Whether a Slurm license request ("a:2,b", "a|b", "a@db:1"; Slurm also
+-- takes ';' between items and '=' before a count: "a=2;b") names the
 -- license `name` (case aside: it must not slip past by its spelling).
 function M.names_license(request, name)
   name = name:lower()
-  for item in request:gmatch("[^,|]+") do
-    local n = item:match("^%s*([^:*%s]+)")
+  for item in request:gmatch("[^,;|]+") do
+    local n = item:match("^%s*([^:=*%s]+)")
     if n and n:lower() == name then return true end
   end
   return false

@@ -538,7 +538,7 @@ function M.without_license(request, name)
   if type(request) ~= "string" or request == "" then return nil end
   if not name then return request end
   local kept = {}
-  for item in request:gmatch("[^,]+") do
+  for item in request:gmatch("[^,;]+") do
     if not policy.names_license(item, name) then kept[#kept + 1] = item end
   end
   return #kept > 0 and table.concat(kept, ",") or nil

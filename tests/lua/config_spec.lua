@@ -757,6 +757,14 @@ describe("xsite.config.cache", function()
   end)
 end)
 
+describe("xsite.config.slurm_licenses", function()
+  it("reads slurm.conf's Licenses= as Slurm does: ',' or ';' between items, ':' or '=' before a count", function()
+    assert.are.same({ a = 2, xsite_link = 100, b = 1 },
+      config.slurm_licenses("SlurmUser=slurm\nLicenses=a:2;xsite_link=100,b\n"))
+    assert.are.same({}, config.slurm_licenses("SlurmUser=slurm\n"))
+  end)
+end)
+
 describe("xsite.config.set_global", function()
   local base = assert(io.open(h.root .. "/site-configs/testbed.conf")):read("*a")
     :gsub("\nMode=enforce\n", "\n"):gsub("\nMaxSlowdown=1.10\n", "\n")

@@ -86,7 +86,7 @@ describe("xsite.load.gather", function()
   end)
 
   it("reads a job's licenses whole when they ask for one of several (a|b)", function()
-    local ld = assert(load.gather(cfg(), { squeue = "4:00|a2|fluent:1|ansys:1\n3:01|a1|fluent:1|xsite_link:2\n",
+    local ld = assert(load.gather(cfg(), { squeue = "4:00|a2|fluent:1|ansys:1\n3:01|a1|fluent:1|xsite_link=2\n",
       sinfo = sinfo, license = license }, NOW))
     -- the units of the link it may hold, whichever it got
     assert.are.same({ { NOW + 240, 2 } }, ld.license.ends)

@@ -1015,7 +1015,8 @@ describe("xsite.submit", function()
 
   it("refuses a user's own request for the link's license, and an OR of licenses for a job that spans", function()
     setup_conf(LICENSED, "Licenses=xsite_link:100,a:1,b:1\n")
-    for _, own in ipairs({ "xsite_link:1", "a:1,XSITE_LINK", "b|xsite_link:3" }) do
+    -- (Slurm takes ';' between items and '=' before a count as well)
+    for _, own in ipairs({ "xsite_link:1", "a:1,XSITE_LINK", "b|xsite_link:3", "a:1;xsite_link:100", "xsite_link=100" }) do
       local s = fake_slurm()
       local j = job({ min_nodes = 2, licenses = own })
       assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
