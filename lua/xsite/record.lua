@@ -6,12 +6,16 @@
 --     xsite v=1 action=A why=W mode=M n=N [sites=S profile=P split=a+b
 --       t_one=s t_span=s slowdown=r max=r link=state,B/s,s,config|measured]
 --       [nmin=N] [het=SITE|span] [wsites=a+b] [override=UID] [wait4switch=s]
---       [lic=N] [constraint=F] [prefer=F] [recheck=STATE] [hold=WHO]
+--       [lic=N] [constraint=F] [prefer=F] [keeps=prefer] [recheck=STATE]
+--       [hold=WHO]
 --
 -- The words after `sites=` are there when the decision has a prediction.
 -- `constraint` and `prefer` are the user's own `--constraint` and
 -- `--prefer`, percent-encoded, so that the record stays one line of words
--- whatever the user wrote.  Documented in
+-- whatever the user wrote.  `keeps=prefer` (Mode=enforce): the job was
+-- decided by an xsite that keeps a job's --prefer within the sites its
+-- constraint keeps it at, from its submission on (a job whose record lacks
+-- it may have a preference at both sites with Features at one).  Documented in
 -- docs/admin-guide.md.
 -- @module xsite.record
 
@@ -46,7 +50,8 @@ function M.format(d)
     (d.wait4switch and " wait4switch=" .. d.wait4switch or "") ..
     (d.link_units and " lic=" .. d.link_units or "") ..
     (d.constraint and " constraint=" .. encode(d.constraint) or "") ..
-    (d.user_prefer and " prefer=" .. encode(d.user_prefer) or "")
+    (d.user_prefer and " prefer=" .. encode(d.user_prefer) or "") ..
+    (d.mode == "enforce" and " keeps=prefer" or "")
   local e, l = d.prediction, d.link
   if not e then return head .. tail end
   return string.format("%s sites=%s profile=%s split=%d+%d t_one=%.6g t_span=%.6g slowdown=%.4f max=%.4g" ..

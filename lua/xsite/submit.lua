@@ -620,6 +620,8 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       slurm.log_user("xsite: change refused: %s", expands)
       return slurm.ERROR
     end
+    -- a preference the owner brings (xsite writes its own in its place)
+    local own_prefer = job_desc.prefer ~= nil and job_desc.prefer ~= ""
     local shape, place = false, false
     for _, k in ipairs(SHAPE) do
       if given(k, job_desc[k]) then shape = true end
@@ -763,32 +765,20 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- what it set; some fields, Deadline for one, job_submit/lua does
       -- not even show).  Unless the job is kept at one site already, the
       -- change is made in two.
+      -- Its Features keep it at one site, and its --prefer with them: a job
+      -- decided so from its submission on (keeps=prefer; not one accepted
+      -- under Mode=advise or by an earlier xsite, whose preference may not)
       local now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
-      if not (now and now.one_site) then
+      local kept = prev and prev.keeps == "prefer"
+      if not (now and now.one_site and kept) then
         -- (scontrol shows none of job_modify's messages: slurmctld's log has it)
-        local why = string.format("it needs the job kept at one site, which Slurm would set only after the rest "
-          .. "of the change, and not at all were a part of it to fail; make it in two: first scontrol update "
-          .. "JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
-          rawget(view, "features") or job_desc.features or "[" .. M.any_site(cfg) .. "]")
-        slurm.log_user("xsite: change refused: %s", why)
-        slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
-        return slurm.ERROR
-      end
-    end
-    if rc == slurm.SUCCESS and job_desc.prefer and job_desc.prefer ~= "" and enforced then
-      -- Slurm sets Prefer right after Features, and not at all when it finds
-      -- the preference invalid: a change that keeps the job at one site by
-      -- its Features from now on must not bring a new --prefer, or a job
-      -- kept at one site by its Features could keep an old preference that
-      -- is not (a later change of its size trusts the Features, above)
-      local after = rawget(view, "features") or job_desc.features
-      local a_after = after and after ~= "" and constraint.analyse(after, cfg)
-      local a_now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
-      if a_after and a_after.one_site and not (a_now and a_now.one_site) then
-        local why = string.format("Prefer= with a change that keeps the job at one site: Slurm sets the rest "
-          .. "first and keeps it when it finds the preference invalid, and the job's old preference need not keep "
-          .. "it there; make it in two: first scontrol update JobId=%s Features='%s', then Prefer=",
-          tostring(job_rec.job_id), after)
+        local why = kept and string.format("it needs the job kept at one site, which Slurm would set only after "
+          .. "the rest of the change, and not at all were a part of it to fail; make it in two: first scontrol "
+          .. "update JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
+          rawget(view, "features") or job_desc.features or "[" .. M.any_site(cfg) .. "]") or
+          "it needs the job kept at one site, which Slurm would set only after the rest of the change, and its "
+          .. "--prefer may not keep it there (accepted before Mode=enforce, or by an earlier xsite); submit the "
+          .. "job again with the new shape"
         slurm.log_user("xsite: change refused: %s", why)
         slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
         return slurm.ERROR
@@ -845,6 +835,26 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
         if prev and prev.hold == "xsite" then job_desc.priority = M.INFINITE end
         job_desc.admin_comment = record.put_word(record.put_word(job_desc.admin_comment, "hold", nil),
           "recheck", recheck.link)
+      end
+    end
+    if rc == slurm.SUCCESS and own_prefer and enforced then
+      -- Slurm sets Prefer right after Features, and not at all when it finds
+      -- the preference invalid: a change that keeps the job at one site by
+      -- its Features from now on (the owner's, or xsite's as written above)
+      -- must not bring a preference of the owner's, or a job kept at one
+      -- site by its Features could keep an old preference that is not (a
+      -- later change of its size trusts the Features, above)
+      local after = job_desc.features or job_rec.features
+      local a_after = after and after ~= "" and constraint.analyse(after, cfg)
+      local a_now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
+      if a_after and a_after.one_site and not (a_now and a_now.one_site) then
+        local why = string.format("Prefer= with a change that keeps the job at one site: Slurm sets the rest "
+          .. "first and keeps it when it finds the preference invalid, and the job's old preference need not keep "
+          .. "it there; make it in two: first scontrol update JobId=%s Features='%s', then Prefer=",
+          tostring(job_rec.job_id), after)
+        slurm.log_user("xsite: change refused: %s", why)
+        slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
+        return slurm.ERROR
       end
     end
     return rc

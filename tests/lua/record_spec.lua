@@ -13,7 +13,7 @@ describe("xsite.record", function()
     local text = record.format(d)
     assert.are.equal("xsite v=1 action=pin why=slowdown mode=enforce n=4 sites=alpha|beta "
       .. "profile=op=1e12,b=1GB,x=10MB split=2+2 t_one=100 t_span=250.5 slowdown=2.5050 max=1.1 "
-      .. "link=up,1.25e+08,0.001,config nmin=2 constraint=ib&[a|b]%20x%3By", text)
+      .. "link=up,1.25e+08,0.001,config nmin=2 constraint=ib&[a|b]%20x%3By keeps=prefer", text)
     assert.is_nil(text:find("[\n;]"))
   end)
 
@@ -27,8 +27,11 @@ describe("xsite.record", function()
   end)
 
   it("leaves out the prediction's words when there is none", function()
-    assert.are.equal("xsite v=1 action=reject why=bad-request mode=enforce n=2",
+    assert.are.equal("xsite v=1 action=reject why=bad-request mode=enforce n=2 keeps=prefer",
       record.format({ action = "reject", why = "bad-request", mode = "enforce", nodes = 2 }))
+    -- keeps=prefer only where the policy is enforced
+    assert.are.equal("xsite v=1 action=none why=one-node mode=advise n=1",
+      record.format({ action = "none", why = "one-node", mode = "advise", nodes = 1 }))
   end)
 
   it("refuses text without a record, and a record of another version", function()

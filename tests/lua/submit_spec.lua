@@ -221,7 +221,7 @@ describe("xsite.submit", function()
     local r = rec(fits)
     change = ask(r)
     assert.are.equal("ib&[site_a|site_b]", change.features)
-    assert.matches("^admin text; xsite v=1 action=pin why=link%-down .*constraint=ib recheck=down$",
+    assert.matches("^admin text; xsite v=1 action=pin why=link%-down .*constraint=ib keeps=prefer recheck=down$",
       change.admin_comment)
     assert.is_nil(change.priority)
     -- the owner's own constraint set since (the record still says ib) is kept
@@ -416,6 +416,15 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_modify(change, rec(nil), s, 0))
     assert.are.equal("[site_a|site_b]", change.features)
     assert.are.equal(0, submit.job_modify({ min_nodes = 5, max_nodes = 5 }, rec(nil), s, 1000))
+    -- a job whose record does not say its --prefer was kept with its
+    -- Features (accepted under Mode=advise, or by an earlier xsite):
+    -- refused even with Features at one site, with no two steps to take
+    local old = rec("[site_a|site_b]")
+    old.admin_comment = (one.admin_comment:gsub(" keeps=prefer", ""))
+    assert.are.equal(-1, submit.job_modify({ min_nodes = 2, max_nodes = 2, nice = 2147483548 }, old, s, 1000))
+    assert.are.equal("xsite: change refused: it needs the job kept at one site, which Slurm would set only after "
+      .. "the rest of the change, and its --prefer may not keep it there (accepted before Mode=enforce, or by an "
+      .. "earlier xsite); submit the job again with the new shape", s.user[#s.user])
     -- Mode=advise refuses no change
     setup_conf(CONF .. "Mode=advise\n")
     assert.are.equal(0, submit.job_modify({ min_nodes = 2, max_nodes = 2, nice = 2147483548 }, rec(nil), s, 1000))
@@ -476,6 +485,15 @@ describe("xsite.submit", function()
       local p = assert(constraint.analyse(change.prefer, cfg))
       assert.is_true(p.one_site and p.sites[1] == after.sites[1], change.prefer)
     end
+    -- Features that xsite writes back (the owner's own constraint from the
+    -- record, for a job whose Features name both sites): the same
+    local one_a = job({ min_nodes = 1, max_nodes = 1, features = "site_a" })
+    assert.are.equal(0, submit.job_submit(one_a, s, 1000))
+    local both = { job_id = 8, features = "site_a|site_b", admin_comment = one_a.admin_comment, spank_job_env = {},
+      job_state = submit.JOB_PENDING }
+    change = { prefer = "nosuch" }
+    assert.are.equal(-1, submit.job_modify(change, both, s, 1000))
+    assert.matches("first scontrol update JobId=8 Features='site_a', then Prefer=$", s.user[#s.user])
     -- a change that leaves the job's constraint as it was, root's, and one
     -- under Mode=advise go through
     assert.are.equal(0, submit.job_modify({ prefer = "fast" }, rec("ib"), s, 1000))
@@ -1016,7 +1034,8 @@ describe("xsite.submit", function()
   it("refuses a user's own request for the link's license, and an OR of licenses for a job that spans", function()
     setup_conf(LICENSED, "Licenses=xsite_link:100,a:1,b:1\n")
     -- (Slurm takes ';' between items and '=' before a count as well)
-    for _, own in ipairs({ "xsite_link:1", "a:1,XSITE_LINK", "b|xsite_link:3", "a:1;xsite_link:100", "xsite_link=100" }) do
+    for _, own in ipairs({ "xsite_link:1", "a:1,XSITE_LINK", "b|xsite_link:3", "a:1;xsite_link:100",
+        "xsite_link=100" }) do
       local s = fake_slurm()
       local j = job({ min_nodes = 2, licenses = own })
       assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
