@@ -467,6 +467,15 @@ local function internal_error(slurm, err, refuse, what, user_says)
   return slurm.SUCCESS
 end
 
+-- An owner's change refused for where it would leave the job: the reason
+-- to the owner and, as scontrol shows none of job_modify's messages, to
+-- slurmctld's log.
+local function refuse_change(slurm, job_rec, why)
+  slurm.log_user("xsite: change refused: %s", why)
+  slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
+  return slurm.ERROR
+end
+
 -- Mode=enforce refuses `--dependency=expand:JOB` of a job's owner (with
 -- SchedulerParameters=permit_job_expansion, the job's nodes join JOB,
 -- wherever either is): the refusal's text, or nil.
@@ -771,7 +780,6 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       local now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
       local kept = prev and prev.keeps == "prefer"
       if not (now and now.one_site and kept) then
-        -- (scontrol shows none of job_modify's messages: slurmctld's log has it)
         local why = kept and string.format("it needs the job kept at one site, which Slurm would set only after "
           .. "the rest of the change, and not at all were a part of it to fail; make it in two: first scontrol "
           .. "update JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
@@ -779,9 +787,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
           "it needs the job kept at one site, which Slurm would set only after the rest of the change, and its "
           .. "--prefer may not keep it there (accepted before Mode=enforce, or by an earlier xsite); submit the "
           .. "job again with the new shape"
-        slurm.log_user("xsite: change refused: %s", why)
-        slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
-        return slurm.ERROR
+        return refuse_change(slurm, job_rec, why)
       end
     end
     if rc == slurm.SUCCESS then
@@ -852,9 +858,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
           .. "first and keeps it when it finds the preference invalid, and the job's old preference need not keep "
           .. "it there; make it in two: first scontrol update JobId=%s Features='%s', then Prefer=",
           tostring(job_rec.job_id), after)
-        slurm.log_user("xsite: change refused: %s", why)
-        slurm.log_info("xsite: job %s: change refused: %s", tostring(job_rec.job_id), why)
-        return slurm.ERROR
+        return refuse_change(slurm, job_rec, why)
       end
     end
     return rc
