@@ -821,14 +821,14 @@ static int deep_entries(int *bad)
 	DIR *d = opendir(reports);
 	struct dirent *e;
 	struct stat st;
-	int n = 0;
+	int n = 0, fd = d != NULL ? dirfd(d) : -1;
 
-	while (d != NULL && (e = readdir(d)) != NULL) {
+	while (fd >= 0 && (e = readdir(d)) != NULL) {
 		/* (but the file planted under such a name, which goes as it is) */
 		if (strncmp(e->d_name, ".stale.deep.", 12) != 0 || strcmp(e->d_name, ".stale.deep.abcdefghij") == 0)
 			continue;
 		n++;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    (st.st_uid != 0 || (st.st_mode & 022) != 0))
 			(*bad)++;
 	}
