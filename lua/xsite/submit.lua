@@ -767,6 +767,9 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     end
     -- (Mode=advise refuses no change: it promises nothing)
     local enforced = cfg and cfg.policy.mode == "enforce" and not M.privileged(modify_uid)
+    -- whether the job's Features keep it at one site now (both rules below)
+    local now = enforced and job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
+    local one_site_now = now and now.one_site or false
     if rc == slurm.SUCCESS and d and (d.action == "pin" or d.action == "site") and early and enforced then
       -- The site constraint goes into Features and Prefer, which Slurm
       -- sets after the partition, node lists and counts of the same change,
@@ -777,9 +780,8 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- Its Features keep it at one site, and its --prefer with them: a job
       -- decided so from its submission on (keeps=prefer; not one accepted
       -- under Mode=advise or by an earlier xsite, whose preference may not)
-      local now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
       local kept = prev and prev.keeps == "prefer"
-      if not (now and now.one_site and kept) then
+      if not (one_site_now and kept) then
         local why = kept and string.format("it needs the job kept at one site, which Slurm would set only after "
           .. "the rest of the change, and not at all were a part of it to fail; make it in two: first scontrol "
           .. "update JobId=%s Features='%s', then the change", tostring(job_rec.job_id),
@@ -852,8 +854,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- later change of its size trusts the Features, above)
       local after = job_desc.features or job_rec.features
       local a_after = after and after ~= "" and constraint.analyse(after, cfg)
-      local a_now = job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
-      if a_after and a_after.one_site and not (a_now and a_now.one_site) then
+      if a_after and a_after.one_site and not one_site_now then
         local why = string.format("Prefer= with a change that keeps the job at one site: Slurm sets the rest "
           .. "first and keeps it when it finds the preference invalid, and the job's old preference need not keep "
           .. "it there; make it in two: first scontrol update JobId=%s Features='%s', then Prefer=",
