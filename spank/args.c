@@ -285,7 +285,7 @@ static int option_cb(int val, const char *optarg, int remote)
 		return -1;
 	if (optarg != NULL) {
 		/* (in slurmstepd the value is the job's to forge) */
-		char *shown = xsite_printable(optarg, 256);
+		char *shown = xsite_printable(optarg, 256, XSITE_PRINT_ASCII);
 
 		slurm_debug("xsite: option --%s=%s%s", xsite_flag_info[val].name, shown ? shown : "?",
 			    remote ? " (remote)" : "");

@@ -31,32 +31,66 @@ char *xsite_fmt(const char *format, ...)
 	return s;
 }
 
-char *xsite_printable(const char *s, size_t max)
+/*
+ * The length of the well-formed UTF-8 character at s that is not a C1
+ * control character (U+0080-U+009F), else 0 (as xsite.text reads it).
+ */
+static size_t utf8_len(const unsigned char *s)
 {
-	size_t n = 0, i, j;
+	unsigned char b = s[0], c = s[1];
+	size_t len, k;
+
+	if (b >= 0xc2 && b <= 0xdf)
+		len = 2;
+	else if (b >= 0xe0 && b <= 0xef)
+		len = 3;
+	else if (b >= 0xf0 && b <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if ((b == 0xc2 && c < 0xa0) || (b == 0xe0 && c < 0xa0) || (b == 0xed && c >= 0xa0) ||
+	    (b == 0xf0 && c < 0x90) || (b == 0xf4 && c >= 0x90))
+		return 0;
+	for (k = 1; k < len; k++) {
+		if (s[k] < 0x80 || s[k] > 0xbf)
+			return 0;
+	}
+	return len;
+}
+
+char *xsite_printable(const char *s, size_t max, enum xsite_print how)
+{
+	size_t len, i, j, n;
 	char *out;
 
 	if (s == NULL)
 		return strdup("(null)");
-	for (i = 0; s[i] != '\0' && i < max; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		n += (c < 0x20 || c >= 0x7f) ? 4 : 1;
-	}
-	out = malloc(n + 4);
+	len = strnlen(s, max);
+	/* at most 4 bytes for each byte, then "..." */
+	out = malloc(len * 4 + 3 + 1);
 	if (out == NULL)
 		return NULL;
-	for (i = 0, j = 0; s[i] != '\0' && i < max; i++) {
+	for (i = 0, j = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c < 0x20 || c >= 0x7f) {
+		n = how == XSITE_PRINT_LINE && c >= 0x80 ? utf8_len((const unsigned char *)s + i) : 0;
+		if (n > len - i)
+			n = 0;	/* a character cut at max */
+		if (how == XSITE_PRINT_LINE && c == '\n') {
+			memcpy(out + j, "; ", 2);
+			j += 2;
+		} else if (n > 0) {
+			memcpy(out + j, s + i, n);
+			j += n;
+			i += n - 1;
+		} else if (c < 0x20 || c >= 0x7f) {
 			snprintf(out + j, 5, "\\x%02x", c);
 			j += 4;
 		} else {
 			out[j++] = (char)c;
 		}
 	}
-	if (s[i] != '\0') {
+	if (s[len] != '\0') {
 		memcpy(out + j, "...", 3);
 		j += 3;
 	}

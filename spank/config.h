@@ -47,13 +47,21 @@ char *xsite_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
 /* xsite_fmt with a va_list. */
 char *xsite_vfmt(const char *format, va_list ap) __attribute__((format(printf, 1, 0)));
 
+/* How xsite_printable renders a text. */
+enum xsite_print {
+	XSITE_PRINT_ASCII,	/* every byte that is not printable ASCII as \xHH */
+	XSITE_PRINT_LINE,	/* well-formed UTF-8 kept (but C1 controls), a newline as "; " */
+};
+
 /*
  * Text that someone else wrote (a user's path, a message built from a user's
- * file), made safe for a log line: at most max bytes of s, every byte that
- * is not printable ASCII as \xHH, "..." when cut.  A new string (free it),
- * or NULL when out of memory.  (The Lua library's messages come escaped
- * already, a backslash as \\: they pass through unchanged.)
+ * file, the Lua library's errors, which quote users' text), made safe for a
+ * log line: at most max bytes of s, every other control character (C0, DEL,
+ * C1) and every byte the rendering does not keep as \xHH, "..." when cut.
+ * A new string (free it), or NULL when out of memory.  (The Lua library's
+ * messages come escaped already, a backslash as \\: they pass through
+ * unchanged.)
  */
-char *xsite_printable(const char *s, size_t max);
+char *xsite_printable(const char *s, size_t max, enum xsite_print how);
 
 #endif /* XSITE_CONFIG_H */

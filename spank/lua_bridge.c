@@ -81,84 +81,29 @@ static void set_error(struct xsite_lua *x, enum xsite_lua_code code, const char 
 #define ONE_LINE_MAX 1024
 
 /*
- * The length of the well-formed UTF-8 character at s that is not a C1
- * control character (U+0080-U+009F), else 0 (as xsite.text reads it).
- */
-static size_t utf8_len(const unsigned char *s)
-{
-	unsigned char b = s[0], c = s[1];
-	size_t len, k;
-
-	if (b >= 0xc2 && b <= 0xdf)
-		len = 2;
-	else if (b >= 0xe0 && b <= 0xef)
-		len = 3;
-	else if (b >= 0xf0 && b <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if ((b == 0xc2 && c < 0xa0) || (b == 0xe0 && c < 0xa0) || (b == 0xed && c >= 0xa0) ||
-	    (b == 0xf0 && c < 0x90) || (b == 0xf4 && c >= 0x90))
-		return 0;
-	for (k = 1; k < len; k++) {
-		if (s[k] < 0x80 || s[k] > 0xbf)
-			return 0;
-	}
-	return len;
-}
-
-/*
  * An error as one log line (frees s): xsite.config gives one error a line,
- * joined with "; "; any other control character (C0, DEL, C1) and any byte
- * that is not well-formed UTF-8 (a user's text quoted in the message: a
- * node list, an option's value) as \xHH; at most ONE_LINE_MAX bytes of it,
- * then "...".
+ * joined with "; "; a user's text quoted in it (a node list, an option's
+ * value) escaped as xsite_printable's XSITE_PRINT_LINE does; at most
+ * ONE_LINE_MAX bytes of it, then "...".
  */
 static char *one_line(char *s)
 {
-	size_t len, i, j, n;
-	unsigned char c;
-	int cut = 0;
 	char *out;
+	size_t i;
 
 	if (s == NULL)
 		return s;
-	len = strlen(s);
-	if (len > ONE_LINE_MAX) {
-		len = ONE_LINE_MAX;
-		s[len] = '\0';
-		cut = 1;
-	}
-	out = malloc(len * 4 + 3 + 1);
+	out = xsite_printable(s, ONE_LINE_MAX, XSITE_PRINT_LINE);
 	if (out == NULL) {
-		for (i = 0; i < len; i++) {
+		/* out of memory: in place, cut, nothing but printable ASCII */
+		if (strlen(s) > ONE_LINE_MAX)
+			s[ONE_LINE_MAX] = '\0';
+		for (i = 0; s[i] != '\0'; i++) {
 			if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
 				s[i] = '?';
 		}
 		return s;
 	}
-	for (i = 0, j = 0; i < len; i++) {
-		c = (unsigned char)s[i];
-		n = c >= 0x80 ? utf8_len((const unsigned char *)s + i) : 0;
-		if (c == '\n') {
-			out[j++] = ';';
-			out[j++] = ' ';
-		} else if (n > 0) {
-			memcpy(out + j, s + i, n);
-			j += n;
-			i += n - 1;
-		} else if (c < 0x20 || c >= 0x7f) {
-			snprintf(out + j, 5, "\\x%02x", c);
-			j += 4;
-		} else {
-			out[j++] = (char)c;
-		}
-	}
-	if (cut) {
-		memcpy(out + j, "...", 3);
-		j += 3;
-	}
-	out[j] = '\0';
 	free(s);
 	return out;
 }

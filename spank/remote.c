@@ -295,7 +295,7 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 	    strncmp(user_env, traffic, (size_t)(strrchr(traffic, '/') - traffic + 1)) == 0)
 		export(sp, "XSITE_TRAFFIC_FILE", traffic);
 	else {
-		char *safe = xsite_printable(user_env, 256);
+		char *safe = xsite_printable(user_env, 256, XSITE_PRINT_ASCII);
 
 		slurm_verbose("xsite: report: the job sets XSITE_TRAFFIC_FILE=%s: the record has no traffic",
 			      safe ? safe : "?");
@@ -321,7 +321,7 @@ static void report_start(spank_t sp, struct xsite_lua *x, const char *host, cons
 	req.profile = profile;
 	req.start = start;
 	if (xsite_lua_step_start(x, &req, &rep.start) < 0) {
-		err = xsite_printable(xsite_lua_error(x), 1024);
+		err = xsite_printable(xsite_lua_error(x), 1024, XSITE_PRINT_ASCII);
 		goto fail;
 	}
 	rep.copy = job_flag(sp, XSITE_FLAG_REPORT);

@@ -741,11 +741,11 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 	end.note = note;
 	end.existing = existing;
 	if (xsite_lua_step_end(x, &end, text, &log) < 0) {
-		*err = xsite_printable(xsite_lua_error(x), 1024);
+		*err = xsite_printable(xsite_lua_error(x), 1024, XSITE_PRINT_ASCII);
 		goto out;
 	}
 	if (log != NULL && log[0] != '\0') {
-		char *safe = xsite_printable(log, 4096);
+		char *safe = xsite_printable(log, 4096, XSITE_PRINT_ASCII);
 
 		slurm_info("xsite: %s", safe ? safe : "(out of memory)");
 		free(safe);
@@ -996,11 +996,11 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 		return -1;
 	}
 	if (msg[0] != '\0') {
-		*err = xsite_printable(msg, sizeof(msg));
+		*err = xsite_printable(msg, sizeof(msg), XSITE_PRINT_ASCII);
 		return -1;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		char *safe = xsite_printable(path, 256);
+		char *safe = xsite_printable(path, 256, XSITE_PRINT_ASCII);
 
 		*err = xsite_fmt("--xsite-report=%s: the writer died (%s)", safe ? safe : "?",
 				 WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "failed");

@@ -531,13 +531,13 @@ function M.slurm_conf_value(text, key)
   return value
 end
 
---- The licenses slurm.conf's text declares (Licenses=a:2,b; Slurm also
--- takes ';' between items and '=' before a count), name -> count.
+--- The licenses slurm.conf's text declares (Licenses=a:2,b; read as
+-- xsite.units.license_items reads a list), name -> count (an item whose
+-- count is not a whole number is left out).
 function M.slurm_licenses(text)
   local out = {}
-  for item in (M.slurm_conf_value(text, "Licenses") or ""):gmatch("[^,;]+") do
-    local n, c = item:match("^([^:=*]+)[:=*]?(%d*)$")
-    if n then out[n] = tonumber(c) or 1 end
+  for _, item in ipairs(units.license_items(M.slurm_conf_value(text, "Licenses") or "")) do
+    if item[2] then out[item[1]] = (out[item[1]] or 0) + item[2] end
   end
   return out
 end

@@ -42,19 +42,6 @@ local function groups(by_time)
   return out
 end
 
--- The units of license `name` in a job's licenses ("a:2,xsite_link:4";
--- remote ones "xsite_link@db:4"; of a request of one of several,
--- "a:1|xsite_link:2", those it may hold).
-local function units_of(licenses, name)
-  local n = 0
-  for item in licenses:gmatch("[^,;|]+") do
-    local lname, count = item:match("^([^:=@]+)[^:=]*[:=](%d+)$")
-    if not lname then lname, count = item:match("^([^:=@]+)[^:=]*$"), "1" end
-    if lname and lname:lower() == name:lower() then n = n + tonumber(count) end
-  end
-  return n
-end
-
 --- The load from what Slurm printed.
 -- @param cfg the configuration (its sites' nodes, the link's License=)
 -- @param out { squeue = text of `squeue -a -h -t RUNNING -o M.SQUEUE_FORMAT`,
@@ -90,7 +77,9 @@ function M.gather(cfg, out, now)
       if free[n] and t > free[n] then free[n] = t end
     end
     if lic and t ~= math.huge then
-      local u = units_of(licenses, lic.name)
+      -- a request of one of several ("a:1|xsite_link:2"): the units it
+      -- may hold
+      local u = units.license_units(licenses, lic.name)
       if u > 0 then ends[t] = (ends[t] or 0) + u end
     end
   end

@@ -120,16 +120,12 @@ local function quote(text)
 end
 M.quote = quote
 
---- Whether a Slurm license request ("a:2,b", "a|b", "a@db:1"; Slurm also
--- takes ';' between items and '=' before a count: "a=2;b") names the
--- license `name` (case aside: it must not slip past by its spelling).
+--- Whether a Slurm license request ("a:2,b", "a|b", "a@db:1", "a=2;b":
+-- xsite.units.license_items) names the license `name` (case aside: it
+-- must not slip past by its spelling).
 function M.names_license(request, name)
-  name = name:lower()
-  for item in request:gmatch("[^,;|]+") do
-    local n = item:match("^%s*([^:=*%s]+)")
-    if n and n:lower() == name then return true end
-  end
-  return false
+  local _, named = units.license_units(request, name)
+  return named
 end
 
 --- How old (seconds) a link load (LinkLoadFile) may be for the policy to

@@ -207,4 +207,43 @@ function M.slurm_duration(text)
   return (tonumber(d) or 0) * 86400 + tonumber(h) * 3600 + tonumber(m) * 60 + tonumber(s)
 end
 
+--- The items of a Slurm license list, read as slurmctld reads them
+-- (`_build_license_list`, 22.05 to 25.11): items between ',' or ';' (and
+-- '|', a job's request of one of several, from 25.11); a name up to ':' or
+-- '=', then a count, 1 when there is none.  A license of slurmdbd keeps its
+-- server in its name ("a@db:4").  The one reader of license lists: the
+-- policy's, `xsite load`'s and slurm.conf's `Licenses=`.
+-- @return a list of { name, count }: blanks around a name dropped (Slurm
+--   refuses them; a check that a name is there must not miss it for them);
+--   count nil when it is not a whole number
+function M.license_items(text)
+  local out = {}
+  if type(text) ~= "string" then return out end
+  for item in text:gmatch("[^,;|]+") do
+    local name, rest = item:match("^%s*([^:=]*)(.*)$")
+    name = name:match("^(.-)%s*$")
+    if name ~= "" then
+      local n = 1
+      if rest ~= "" then n = tonumber(rest:match("^[:=](%d+)$")) end
+      out[#out + 1] = { name, n }
+    end
+  end
+  return out
+end
+
+--- The units of license `name` in a license list (`license_items`; names
+-- compared without case, so that no spelling slips past): their sum, and
+-- whether the list names it at all.
+function M.license_units(text, name)
+  local total, named = 0, false
+  name = name:lower()
+  for _, item in ipairs(M.license_items(text)) do
+    if item[1]:lower() == name then
+      named = true
+      total = total + (item[2] or 0)
+    end
+  end
+  return total, named
+end
+
 return M

@@ -6,11 +6,11 @@ local states = require("xsite.state")
 -- Two sites of three nodes, the link as 100 licenses; `mid` may span, 1.05x
 -- slower than one site.
 local HW = "CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us"
-local function cfg()
+local function cfg(license)
   return h.config(table.concat({
     "SiteName=a Nodes=a[1-3] Feature=site_a " .. HW,
     "SiteName=b Nodes=b[1-3] Feature=site_b " .. HW,
-    "LinkName=l Bandwidth=100MB/s Latency=1ms License=xsite_link:100",
+    "LinkName=l Bandwidth=100MB/s Latency=1ms License=" .. (license or "xsite_link:100"),
     "ProfileName=mid Ops=1e12 Bytes=1GB Exchange=10GB Steps=10 Pattern=tree",
     "ProfileName=chatty Ops=1e10 Bytes=1GB Exchange=10GB Steps=10000 Pattern=halo3d",
     "DefaultProfile=mid",
@@ -83,6 +83,18 @@ describe("xsite.load.gather", function()
       license = license }, NOW))
     assert.are.same({ { NOW + 240, 3 } }, ld.license.ends)
     assert.are.same({ { NOW, 1 }, { NOW + 240, 2 } }, ld.sites.a)
+  end)
+
+  it("counts a license of slurmdbd by its whole name (NAME@SERVER), as Slurm does", function()
+    local remote = cfg("xsite_link@db:100")
+    local q = "4:00|a2|xsite_link@db:3\n3:01|a1|xsite_link:5,XSITE_LINK@DB=2\n"
+    local ld = assert(load.gather(remote, { squeue = q, sinfo = sinfo,
+      license = "LicenseName=xsite_link@db Total=100 Used=5 Free=95 Reserved=0 Remote=yes\n" }, NOW))
+    -- xsite_link (a license of slurmctld's own) is another license
+    assert.are.same({ { NOW + 240, 5 } }, ld.license.ends)
+    -- the local xsite_link of a job is not the link's when the link's is slurmdbd's
+    ld = assert(load.gather(cfg(), { squeue = q, sinfo = sinfo, license = license }, NOW))
+    assert.are.same({ { NOW + 240, 5 } }, ld.license.ends)
   end)
 
   it("reads a job's licenses whole when they ask for one of several (a|b)", function()

@@ -112,6 +112,35 @@ static void test_config(void)
 	free(err);
 }
 
+/* Whether xsite_printable(s, max, how) renders s as want. */
+static int renders(const char *s, size_t max, enum xsite_print how, const char *want)
+{
+	char *got = xsite_printable(s, max, how);
+	int same = streq(got, want);
+
+	if (!same)
+		diag("xsite_printable gave", got ? got : "(NULL)");
+	free(got);
+	return same;
+}
+
+static void test_printable(void)
+{
+	/* "\xc3\xa9" is U+00E9; "\xc2\x85" the C1 control NEL; "\xed\xa0\x80" a surrogate */
+	const char *text = "caf\xc3\xa9\n\x1b[2J\xc2\x85\xed\xa0\x80\xff\\x";
+
+	ok(renders(text, 64, XSITE_PRINT_ASCII,
+		   "caf\\xc3\\xa9\\x0a\\x1b[2J\\xc2\\x85\\xed\\xa0\\x80\\xff\\x"),
+	   "printable: ASCII, every other byte as \\xHH");
+	ok(renders(text, 64, XSITE_PRINT_LINE,
+		   "caf\xc3\xa9; \\x1b[2J\\xc2\\x85\\xed\\xa0\\x80\\xff\\x"),
+	   "printable: a line keeps well-formed UTF-8, escapes C0, C1, surrogates and stray bytes, joins lines");
+	ok(renders("ab\xc3\xa9", 3, XSITE_PRINT_LINE, "ab\\xc3..."),
+	   "printable: a character cut at the limit is escaped, and the cut is shown");
+	ok(renders("abc", 3, XSITE_PRINT_ASCII, "abc") && renders(NULL, 3, XSITE_PRINT_ASCII, "(null)"),
+	   "printable: a text of the limit's length is whole; no text is (null)");
+}
+
 /* ---- args.c ------------------------------------------------------------ */
 
 /* An environment for the tests: NAME=value strings. */
@@ -585,6 +614,7 @@ int main(int argc, char **argv)
 	tmpdir = dir;
 
 	test_config();
+	test_printable();
 	test_args();
 	test_bridge();
 	printf("1..%d\n", test_no);
