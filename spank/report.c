@@ -1108,14 +1108,79 @@ out:
 }
 
 /*
- * Move the directory name under parent, too deep to remove now, up into
- * ReportDir (spool) as .stale.deep.XXXXXXXXXX, made root's first
- * (take_over): a tree of the user's (mpi/) must not come within their
- * reach there.  What lands in ReportDir is checked again: another
- * directory (the name swapped meanwhile) is made root's too, anything else
- * is removed.
+ * One removal of a tree of ReportDir: ReportDir (spool) and its file
+ * system, the job's owner (whose directories, and root's, are removed; any
+ * other user's stay where they are: a directory of someone else's that the
+ * owner moved into the tree, a shared sticky one, must not lose its files
+ * to root), the removals left, and what was kept.
  */
-static int move_up(int parent, const char *name, dev_t dev, int spool)
+struct walk {
+	int spool;
+	dev_t dev;
+	uid_t owner;	/* (uid_t)-1: not known (a tree of an older xsite's): any */
+	long budget;
+	unsigned kept;	/* directories of other users left in place */
+};
+
+/* Whether directory st may go in walk w: its owner's, or root's. */
+static int may_remove(const struct walk *w, const struct stat *st)
+{
+	return w->owner == (uid_t)-1 || st->st_uid == w->owner || st->st_uid == 0;
+}
+
+/*
+ * The name a tree of ReportDir is moved aside to before its removal (and a
+ * directory too deep to remove at once, moved up): .stale.deep.UID.X, the
+ * owner's uid in it for the removal that follows.
+ */
+static int deep_name(char *name, size_t len, uid_t owner)
+{
+	char prefix[32];
+
+	snprintf(prefix, sizeof(prefix), STALE "deep.%u.", (unsigned)owner);
+	return random_name(name, len, prefix);
+}
+
+/*
+ * The owner of spool/name, due for removal: the uid of its stamp (a job
+ * directory, one moved aside, a new one), or of its .stale.deep.UID.X name;
+ * root's when it has neither (nothing in it is another user's), and
+ * (uid_t)-1 for a .stale.deep.X of an xsite before the uid was in the name.
+ */
+static uid_t tree_owner(int spool, const char *name)
+{
+	const char *p = name + strlen(STALE "deep.");
+	struct stamp s;
+	uid_t uid = 0;
+	int fd;
+
+	if (strncmp(name, STALE "deep.", strlen(STALE "deep.")) == 0) {
+		char *end;
+		unsigned long v;
+
+		if (*p < '0' || *p > '9')
+			return (uid_t)-1;
+		v = strtoul(p, &end, 10);
+		return *end == '.' && v < (unsigned long)(uid_t)-1 ? (uid_t)v : (uid_t)-1;
+	}
+	fd = openat(spool, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		if (read_stamp(fd, &s) == 0)
+			uid = (uid_t)s.uid;
+		close(fd);
+	}
+	return uid;
+}
+
+/*
+ * Move the directory name under parent, too deep to remove now, up into
+ * ReportDir as .stale.deep.UID.X, made root's first (take_over): a tree of
+ * the user's (mpi/) must not come within their reach there.  What lands in
+ * ReportDir is checked again: another directory (the name swapped
+ * meanwhile) is made root's too, anything else is removed.  Another user's
+ * directory is not moved (1, counted as kept).
+ */
+static int move_up(int parent, const char *name, struct walk *w)
 {
 	struct stat st, moved;
 	char up[48];
@@ -1124,14 +1189,20 @@ static int move_up(int parent, const char *name, dev_t dev, int spool)
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || st.st_dev != dev || take_over(fd) < 0 ||
-	    random_name(up, sizeof(up), STALE "deep.") < 0 ||
-	    renameat2(parent, name, spool, up, RENAME_NOREPLACE) < 0)
+	if (fstat(fd, &st) < 0 || st.st_dev != w->dev)
+		goto out;
+	if (!may_remove(w, &st)) {
+		w->kept++;
+		rc = 1;
+		goto out;
+	}
+	if (take_over(fd) < 0 || deep_name(up, sizeof(up), w->owner) < 0 ||
+	    renameat2(parent, name, w->spool, up, RENAME_NOREPLACE) < 0)
 		goto out;
 	close(fd);
-	fd = openat(spool, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(w->spool, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return unlinkat(spool, up, 0) < 0 && errno != ENOENT ? -1 : 0;
+		return unlinkat(w->spool, up, 0) < 0 && errno != ENOENT ? -1 : 0;
 	if (fstat(fd, &moved) < 0 ||
 	    ((moved.st_ino != st.st_ino || moved.st_dev != st.st_dev) && take_over(fd) < 0))
 		goto out;
@@ -1142,13 +1213,15 @@ out:
 }
 
 /*
- * Remove name under parent, a tree, spending at most *budget removals; a
- * directory deeper than XSITE_PRUNE_DEPTH is moved up into ReportDir
- * (spool) as .stale.deep.XXXXXXXXXX instead, to be removed from there.
- * Never follows a symlink, never leaves dev.  0: removed; 1: not yet (the
- * budget ran out); -1: cannot.
+ * Remove name under parent, a tree, spending at most w->budget removals; a
+ * directory deeper than XSITE_PRUNE_DEPTH is moved up into ReportDir as
+ * .stale.deep.UID.X instead, to be removed from there.  Never follows a
+ * symlink, never leaves the file system, never enters a directory of a user
+ * but the owner and root (it stays, and the tree with it).  0: removed; 1:
+ * not yet (the budget ran out, or another user's directory is in it); -1:
+ * cannot.
  */
-static int remove_tree(int parent, const char *name, dev_t dev, int depth, long *budget, int spool)
+static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 {
 	struct dirent *e;
 	struct stat st;
@@ -1158,21 +1231,26 @@ static int remove_tree(int parent, const char *name, dev_t dev, int depth, long 
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
 		/* not a directory (any more): it goes as it is */
-		(*budget)--;
+		w->budget--;
 		return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -1 : 0;
 	}
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	if (fstat(fd, &st) < 0 || st.st_dev != dev) {
+	if (fstat(fd, &st) < 0 || st.st_dev != w->dev) {
 		close(fd);
 		return -1;
+	}
+	if (!may_remove(w, &st)) {
+		close(fd);
+		w->kept++;
+		return 1;
 	}
 	d = fdopendir(fd);
 	if (d == NULL) {
 		close(fd);
 		return -1;
 	}
-	while (*budget > 0 && (e = readdir(d)) != NULL) {
+	while (w->budget > 0 && (e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -1184,29 +1262,33 @@ static int remove_tree(int parent, const char *name, dev_t dev, int depth, long 
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
+			/* a name in a directory of the owner's or root's: the
+			 * owner could remove it too */
 			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
 				rc = -1;
-			(*budget)--;
+			w->budget--;
 		} else if (depth >= XSITE_PRUNE_DEPTH) {
-			if (move_up(fd, e->d_name, dev, spool) < 0)
-				rc = -1;
-			(*budget)--;
-		} else {
-			int r = remove_tree(fd, e->d_name, dev, depth + 1, budget, spool);
+			int r = move_up(fd, e->d_name, w);
 
-			if (r < 0)
-				rc = -1;
+			if (r != 0 && rc == 0)
+				rc = r;
+			w->budget--;
+		} else {
+			int r = remove_tree(fd, e->d_name, depth + 1, w);
+
+			if (r < 0 || (r > 0 && rc == 0))
+				rc = r;
 		}
 	}
 	closedir(d);
-	if (*budget <= 0)
+	if (w->budget <= 0)
 		return rc < 0 ? -1 : 1;
 	if (unlinkat(parent, name, AT_REMOVEDIR) < 0) {
 		if (errno == ENOENT)
 			return 0;
 		return errno == ENOTEMPTY ? (rc < 0 ? -1 : 1) : -1;
 	}
-	(*budget)--;
+	w->budget--;
 	return rc;
 }
 
@@ -1255,7 +1337,8 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 	struct stat ss;
 	struct dirent *e;
 	char *text, *rerr = NULL, *warn = NULL, *cursor = NULL, resume[NAME_MAX + 1] = "";
-	long budget = XSITE_PRUNE_FILES, pos = 0, here;
+	long pos = 0, here;
+	struct walk w = { 0 };
 	DIR *d = NULL;
 	int spool, fd, lock, rc = -1;
 
@@ -1266,6 +1349,9 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 	spool = open_spool(dir, &ss, err);
 	if (spool < 0)
 		return -1;
+	w.spool = spool;
+	w.dev = ss.st_dev;
+	w.budget = XSITE_PRUNE_FILES;
 	/* one pruner at a time, and never while a step makes its directory (where locks work) */
 	lock = lock_spool(spool, ss.st_dev, 0);
 	if (lock < 0 && (errno == EWOULDBLOCK || errno == EINTR)) {
@@ -1325,7 +1411,7 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 			done->wrapped = 1;
 			break;
 		}
-		if (done->scanned >= XSITE_PRUNE_SCAN || budget <= 0) {
+		if (done->scanned >= XSITE_PRUNE_SCAN || w.budget <= 0) {
 			/* the next call starts at this entry, not yet looked at */
 			pos = here;
 			snprintf(resume, sizeof(resume), "%s", e->d_name);
@@ -1335,28 +1421,30 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 		if (!due(spool, e->d_name, retention, now))
 			continue;
 		{
-			long before = budget;
+			long before = w.budget;
 			char gone[48];
 			const char *name = e->d_name;
 			int r;
 
+			w.owner = tree_owner(spool, name);
 			/*
-			 * Moved aside first, as .stale.deep.X, which is due at once:
-			 * removing what is in a directory changes its mtime, so a tree
-			 * whose removal the budget cuts short would otherwise look
-			 * young to the next call and stay another ReportRetention.
+			 * Moved aside first, as .stale.deep.UID.X, which is due at
+			 * once: removing what is in a directory changes its mtime,
+			 * so a tree whose removal the budget cuts short would
+			 * otherwise look young to the next call and stay another
+			 * ReportRetention.
 			 */
 			if (strncmp(name, STALE "deep.", strlen(STALE "deep.")) != 0) {
-				if (random_name(gone, sizeof(gone), STALE "deep.") < 0 ||
+				if (deep_name(gone, sizeof(gone), w.owner) < 0 ||
 				    renameat2(spool, name, spool, gone, RENAME_NOREPLACE) < 0)
 					continue;
 				name = gone;
 			}
-			r = remove_tree(spool, name, ss.st_dev, 0, &budget, spool);
-			done->files += (unsigned)(before - budget);
+			r = remove_tree(spool, name, 0, &w);
+			done->files += (unsigned)(before - w.budget);
 			if (r == 0)
 				done->removed++;
-			if (r > 0) {
+			if (r > 0 && w.budget <= 0) {
 				/* the budget ran out inside it: the next call starts at the top */
 				pos = 0;
 				resume[0] = '\0';
@@ -1364,6 +1452,7 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 			}
 		}
 	}
+	done->kept = w.kept;
 	cursor = xsite_fmt("%ld %s\n", pos, resume);
 	if (cursor == NULL) {
 		*err = xsite_fmt("ReportDir %s: out of memory", dir);

@@ -108,6 +108,7 @@ struct xsite_prune {
 	unsigned scanned;	/* entries of ReportDir looked at */
 	unsigned removed;	/* job directories removed whole */
 	unsigned files;		/* files and directories removed */
+	unsigned kept;		/* directories of users but the job's owner and root, left in place */
 	int wrapped;		/* the scan reached the end of ReportDir (next call starts over) */
 };
 
@@ -117,8 +118,11 @@ struct xsite_prune {
  * was seen), and the ones moved aside.  Bounded work per call: at most
  * XSITE_PRUNE_SCAN entries looked at, XSITE_PRUNE_FILES files removed; the
  * next call goes on where this one stopped (ReportDir/.prune).  Symbolic
- * links are removed, never followed; no other file system is entered.
- * retention 0: nothing is removed.  Returns 0, or -1 with *err.
+ * links are removed, never followed; no other file system is entered; a
+ * directory of anyone but the job's owner and root (one the owner moved
+ * into the job's tree) is neither entered nor removed, and with it the
+ * tree stays (done->kept).  retention 0: nothing is removed.  Returns 0, or
+ * -1 with *err.
  */
 int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite_prune *done,
 		       char **err);

@@ -946,6 +946,56 @@ static void test_prune(void)
 	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
 }
 
+/*
+ * A directory of another user's that the owner moved into their job's
+ * tree (a shared sticky one, whose files the owner may not remove): the
+ * pruner neither enters, removes, moves up nor takes it over, at any depth;
+ * the owner's own directories around it go.
+ */
+static void test_prune_foreign(void)
+{
+	const uid_t other = OWNER + 1;
+	const long day = 86400, keep = 30 * day;
+	struct xsite_prune done;
+	unsigned kept = 0;
+	char *err = NULL;
+	int calls, rc = 0;
+
+	snprintf(reports, sizeof(reports), "%s/prune-foreign", tmpdir);
+	prepare(700, owner, &err);
+	free(err);
+	err = NULL;
+	run("cd %s/prune-foreign/700/mpi && mkdir shared mine && touch shared/theirs mine/f && "
+	    "chown -R %u shared && chmod 1777 shared && chown -R %u mine && "
+	    "mkdir -p a/b/c/d/e/f/g/h/i/deep && touch a/b/c/d/e/f/g/h/i/deep/theirs && chown -R %u a && "
+	    "chown -R %u a/b/c/d/e/f/g/h/i/deep && chmod 1777 a/b/c/d/e/f/g/h/i/deep",
+	    tmpdir, (unsigned)other, (unsigned)owner, (unsigned)owner, (unsigned)other);
+	xsite_report_job_end(reports, 700, owner, &err);
+	free(err);
+	err = NULL;
+	age(path_of("prune-foreign/700"), keep + day);
+	for (calls = 0; calls < 20; calls++) {
+		rc = xsite_report_prune(reports, keep, time(NULL), &done, &err);
+		if (rc < 0) {
+			diag("prune", err);
+			free(err);
+			err = NULL;
+			break;
+		}
+		kept += done.kept;
+		if (done.wrapped && done.files == 0)
+			break;
+	}
+	ok(rc == 0 && kept > 0 &&
+	   run("test $(find %s/prune-foreign -name theirs -uid %u | wc -l) = 2 && "
+	       "test $(find %s/prune-foreign -type d -uid %u -perm -1777 | wc -l) = 2 && "
+	       "test -z \"$(find %s/prune-foreign -name mine -o -name f)\"",
+	       tmpdir, (unsigned)other, tmpdir, (unsigned)other, tmpdir) == 0,
+	   "another user's directory in a job's tree stays, theirs and whole, at any depth; the owner's go "
+	   "(%u kept in %d calls)", kept, calls);
+	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
+}
+
 /* ---- the --xsite-report writer, which the user can stop or kill -------------- */
 
 static void test_wait(void)
@@ -1358,6 +1408,7 @@ int main(int argc, char **argv)
 	test_reuse();
 	test_spool_lock();
 	test_prune();
+	test_prune_foreign();
 	test_wait();
 	test_copy();
 	test_remote();
