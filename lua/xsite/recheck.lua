@@ -1,4 +1,5 @@
---- Pending jobs decided under another state of the link, decided again.
+--- Pending jobs decided under another state of the link, or kept at one
+-- site and no longer so, decided again.
 --
 -- "When the link is down, nothing spans" must hold for jobs accepted while
 -- it was up and still pending when it goes down; and jobs kept at one site
@@ -14,7 +15,9 @@
 -- they are, never by its record: its owner may have changed them since the
 -- record was written (only root may change the record).  A job decided
 -- again then is at one site (one-node jobs are pinned too) or held, so it is
--- not picked again unless its owner changes it.
+-- not picked again unless its owner changes it.  With the link up, so is a
+-- job that Mode=enforce kept at one site and whose constraint or preference
+-- no longer keeps it there (changed while Mode=advise was in force).
 --
 -- squeue's lines end with a job's preference and constraint, which its
 -- owner wrote: a line can be forged (a newline in them, where Slurm lets
@@ -72,15 +75,27 @@ end
 -- @param cfg the configuration
 function M.stale(rec, reason, prefer, features, down, cfg)
   if rec and rec.override then return false end
+  -- kept at one site by its constraint and its preference (Slurm
+  -- schedules with the preference where it can)
+  local kept = one_site(features, cfg) and (none(prefer) or one_site(prefer, cfg))
   if down then
     if rec and rec.hold and reason == "JobHeldAdmin" then return false end
-    -- not kept at one site by its constraint and its preference (Slurm
-    -- schedules with the preference where it can)
-    return not (one_site(features, cfg) and (none(prefer) or one_site(prefer, cfg)))
+    return not kept
   end
+  if rec == nil then return false end
   -- decided again while the link was down, or submitted then; once decided
   -- with the link up (recheck=up), a job xsite still holds stays held
-  return rec ~= nil and (rec.recheck == "down" or (rec.recheck == nil and rec.why == "link-down"))
+  if rec.recheck == "down" or (rec.recheck == nil and rec.why == "link-down") then return true end
+  -- held by xsite (one that could no longer be kept at one site, below)
+  if rec.hold and reason == "JobHeldAdmin" then return false end
+  -- Pinned under Mode=enforce (or kept at one site by its constraint, with
+  -- its preference: keeps=prefer), and no longer kept there: changed by
+  -- its owner while another mode was in force (what an owner changes cannot
+  -- touch the record), or by a path xsite did not see.  Decided again, its
+  -- Features and Prefer are set anew from the record, or, when the
+  -- constraint its owner gave cannot take a site, it is held.
+  return rec.mode == "enforce" and not kept and
+    (rec.action == "pin" or rec.action == "site" or one_site(features, cfg))
 end
 
 --- The jobs to check again, from squeue's output (see SQUEUE).

@@ -651,6 +651,15 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
         slurm.log_user("xsite: AdminComment=%s takes no other change of the job", M.RECHECK)
         return slurm.ERROR
       end
+      -- only Mode=enforce decides again (xsite load asks only then; this
+      -- slurmctld may read a new Mode= up to a few seconds after it): the
+      -- job stays as it is, for the next request
+      local pol = policy_in_force()
+      if not pol or pol.mode ~= "enforce" then
+        slurm.log_info("xsite: job %s: %s ignored: Mode=%s", tostring(job_rec.job_id), M.RECHECK,
+          pol and pol.mode or "(no configuration)")
+        return slurm.SUCCESS
+      end
       -- "degraded" decides like "up"
       recheck.link = link_state(slurm) == "down" and "down" or "up"
     elseif prev and prev.hold and given(nil, job_desc.nice) and not M.privileged(modify_uid) then
@@ -755,6 +764,16 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
         ac = record.put_word(ac, "hold", who)
         slurm.log_info("xsite: job %s held (hold=%s) while the link is down: %s", tostring(job_rec.job_id),
           who, d.message)
+      elseif prev and prev.mode == "enforce" and (prev.action == "pin" or prev.action == "site")
+          and not (job_rec.features and job_rec.features ~= "" and
+            (constraint.analyse(job_rec.features, cfg) or {}).one_site) then
+        -- kept at one site under Mode=enforce, no longer so (its owner
+        -- changed it while another mode was in force), and not to be kept
+        -- there now: held, until its owner submits it again
+        job_desc.priority = 0
+        ac = record.put_word(ac, "hold", "xsite")
+        slurm.log_info("xsite: job %s held: it was kept at one site and no longer is, and cannot be kept there "
+          .. "now: %s", tostring(job_rec.job_id), d.message)
       else
         -- refused with the link back, for another reason (the
         -- configuration changed): as it was accepted, no longer held

@@ -159,6 +159,11 @@ setup() {
 teardown() {
 	on_head scancel -u "$U" 2>/dev/null || true
 	rm -f "$XT_STATE/run/link.state"
+	# a test that changed xsite.conf and failed midway
+	if [[ -e $BATS_TEST_TMPDIR/xsite.conf ]] && ! cmp -s "$BATS_TEST_TMPDIR/xsite.conf" "$XT_STATE/etc/xsite.conf"; then
+		cp "$BATS_TEST_TMPDIR/xsite.conf" "$XT_STATE/etc/xsite.conf"
+		sleep 6
+	fi
 }
 
 # sites_printed: the sites of the host names on stdin
@@ -300,6 +305,37 @@ sites_printed() {
 	run update JobId="$two" Features=site_alpha Prefer=nosuch
 	run update JobId="$two" NumNodes=2-2 ExcNodeList=alpha2,beta2 Nice=-1
 	release "$two"
+	not_both "$one"
+	not_both "$two"
+	on_head scancel "$one" "$two"
+}
+
+@test "a job Mode=enforce pinned and its owner took across under Mode=advise is pinned again once Mode=enforce is back" {
+	local conf=$XT_STATE/etc/xsite.conf one two
+	cp "$conf" "$BATS_TEST_TMPDIR/xsite.conf"
+	# submitted under Mode=enforce: kept at one site by its constraint (the
+	# record vouches for its preference), and pinned
+	try -H -N1 --constraint=site_alpha --wrap true
+	one=$JOB
+	try -H -N2 --wrap true
+	two=$JOB
+	[[ -n $one && -n $two ]]
+	[[ $(record_of "$one") == *keeps=prefer* && $(record_of "$two") == *' action=pin '* ]]
+	sed -E 's/^Mode=.*/Mode=advise/' "$BATS_TEST_TMPDIR/xsite.conf" >"$conf.new"
+	mv "$conf.new" "$conf"
+	sleep 6
+	# Mode=advise takes any change, and an owner's cannot touch the record
+	run -0 update JobId="$one" Prefer='site_alpha|site_beta'
+	run -0 update JobId="$two" Features=ib Prefer=ib
+	cp "$BATS_TEST_TMPDIR/xsite.conf" "$conf.new"
+	mv "$conf.new" "$conf"
+	# xsite load (root, every 5 s here) has them decided again
+	until_record "$one" ' keeps=prefer recheck=up'
+	until_record "$two" ' action=pin .* keeps=prefer recheck=up'
+	# then the change Slurm applies in part (the count, not the Nice), which
+	# a job whose record vouches for its preference may make in one step
+	run update JobId="$one" NumNodes=2-2 ExcNodeList=alpha2,beta2 Nice=-1
+	release "$one" "$two"
 	not_both "$one"
 	not_both "$two"
 	on_head scancel "$one" "$two"

@@ -58,7 +58,7 @@ describe("xsite.recheck", function()
       line("21", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2", "[site_a|site_b]"),
       line("22", "JobHeldAdmin", "xsite v=1 action=span why=within mode=enforce n=6 hold=xsite recheck=down", ""),
       line("23", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", ""),
-      line("24", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2 recheck=up", ""),
+      line("24", "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2 recheck=up", "[site_a|site_b]"),
       line("25", "JobHeldAdmin", "xsite v=1 action=reject why=oversize mode=enforce n=6 hold=admin recheck=up", ""),
     }, "\n")
     -- a job decided again with the link up stays as that decision left it
@@ -68,6 +68,30 @@ describe("xsite.recheck", function()
     -- a job xsite holds: its record says whose hold it was
     assert.are.equal("xsite recheck", recheck.request(sel[2]))
     assert.are.equal("xsite recheck held=user", recheck.request({ id = "1", held = "user" }))
+  end)
+
+  it("with the link up, picks the jobs Mode=enforce kept at one site that are no longer kept there", function()
+    local pin = "xsite v=1 action=pin why=slowdown mode=enforce n=2 keeps=prefer"
+    local text = table.concat({
+      -- pinned: its constraint at both sites now, or its preference
+      line("41", "Priority", pin, "ib"),
+      line("42", "Priority", pin, "ib&[site_a|site_b]", "site_a|site_b"),
+      -- a one-node job its constraint kept at one site: its preference
+      -- at both sites now
+      line("43", "Priority", "xsite v=1 action=none why=one-node mode=enforce n=1 constraint=site_a keeps=prefer",
+        "site_a", "ib"),
+      -- still kept: left alone
+      line("44", "Priority", pin, "ib&[site_a|site_b]", "(site_a|site_b)&[site_a|site_b]"),
+      line("45", "Priority", pin, "ib&[site_a|site_b]"),
+      line("46", "Priority", "xsite v=1 action=site why=user-site mode=enforce n=2", "site_b", "site_b&ib"),
+      -- not kept at one site by xsite: may span, decided under Mode=advise,
+      -- placed by root, held by xsite for good
+      line("47", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", "ib"),
+      line("48", "Priority", "xsite v=1 action=pin why=slowdown mode=advise n=2", "ib"),
+      line("49", "Priority", pin .. " override=0", "ib"),
+      line("50", "JobHeldAdmin", pin .. " hold=xsite recheck=up", "ib"),
+    }, "\n") .. "\n"
+    assert.are.equal("41 42 43", ids(recheck.select(text, cfg, false)))
   end)
 
   it("believes no line that takes a job away: a forged one only adds", function()

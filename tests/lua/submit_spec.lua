@@ -298,6 +298,49 @@ describe("xsite.submit", function()
     assert.is_nil(submit.recheck_request("xsite rechecked"))
   end)
 
+  it("decides again a job Mode=enforce pinned that its owner took off its site under Mode=advise", function()
+    local enforce = CONF .. "MaxSlowdown=1.0\nOversizeAction=reject\n"
+    setup_conf(enforce)
+    local s = fake_slurm()
+    local j = job({ min_nodes = 2, max_nodes = 2, features = "ib" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.matches("action=pin .* keeps=prefer", j.admin_comment)
+    local r = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
+      min_nodes = 2, max_nodes = 2, job_state = submit.JOB_PENDING, user_id = 1001, job_id = 8, priority = 100 }
+    -- Mode=advise: the owner's new constraint and preference go through as
+    -- given, and the record stays (an owner's change cannot touch it)
+    write("xsite.conf", enforce .. "Mode=advise\n")
+    now = now + 10
+    local change = { features = "ib", prefer = "site_a|site_b" }
+    assert.are.equal(0, submit.job_modify(change, r, s, 1001))
+    assert.are.equal("ib", change.features)
+    r.features = change.features
+    -- root's request while this slurmctld still reads Mode=advise: nothing
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.are.same({ admin_comment = r.admin_comment }, change)
+    assert.matches("job 8: xsite recheck ignored: Mode=advise", s.info[#s.info])
+    -- Mode=enforce again; root (xsite load) asks: pinned anew, the
+    -- preference the record's (none: the pin's)
+    write("xsite.conf", enforce)
+    now = now + 10
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.are.equal("ib&[site_a|site_b]", change.features)
+    assert.are.equal("ib&[site_a|site_b]", change.prefer)
+    assert.matches("action=pin .* keeps=prefer recheck=up$", change.admin_comment)
+    assert.is_nil(change.priority)
+    -- a constraint of the owner that cannot take a site (a count): held by
+    -- xsite, not left to span
+    r.features = "[ib*1&big*1]"
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.are.equal(0, change.priority)
+    assert.is_nil(change.features)
+    assert.matches("action=pin .* hold=xsite recheck=up$", change.admin_comment)
+    assert.matches("job 8 held: it was kept at one site and no longer is", s.info[#s.info])
+  end)
+
   -- A job description that raises on every field but spank_job_env.
   local function exploding_job()
     return setmetatable({}, { __index = function(_, k)
