@@ -207,40 +207,48 @@ function M.slurm_duration(text)
   return (tonumber(d) or 0) * 86400 + tonumber(h) * 3600 + tonumber(m) * 60 + tonumber(s)
 end
 
+-- One item of a Slurm license list: its name (blanks around it dropped:
+-- Slurm refuses them, and a check that a name is there must not miss it for
+-- them) and its count (1 without one, nil when it is not a whole number);
+-- nil for an item without a name.
+local function license_item(item)
+  local name, rest = item:match("^%s*([^:=]*)(.*)$")
+  name = name:match("^(.-)%s*$")
+  if name == "" then return nil end
+  if rest == "" then return name, 1 end
+  return name, tonumber(rest:match("^[:=](%d+)$"))
+end
+
 --- The items of a Slurm license list, read as slurmctld reads them
 -- (`_build_license_list`, 22.05 to 25.11): items between ',' or ';' (and
 -- '|', a job's request of one of several, from 25.11); a name up to ':' or
 -- '=', then a count, 1 when there is none.  A license of slurmdbd keeps its
 -- server in its name ("a@db:4").  The one reader of license lists: the
 -- policy's, `xsite load`'s and slurm.conf's `Licenses=`.
--- @return a list of { name, count }: blanks around a name dropped (Slurm
---   refuses them; a check that a name is there must not miss it for them);
---   count nil when it is not a whole number
+-- @return a list of { name, count } (see license_item)
 function M.license_items(text)
   local out = {}
   if type(text) ~= "string" then return out end
   for item in text:gmatch("[^,;|]+") do
-    local name, rest = item:match("^%s*([^:=]*)(.*)$")
-    name = name:match("^(.-)%s*$")
-    if name ~= "" then
-      local n = 1
-      if rest ~= "" then n = tonumber(rest:match("^[:=](%d+)$")) end
-      out[#out + 1] = { name, n }
-    end
+    local name, n = license_item(item)
+    if name then out[#out + 1] = { name, n } end
   end
   return out
 end
 
---- The units of license `name` in a license list (`license_items`; names
+--- The units of license `name` in a license list (read as `license_items`
+-- reads it, with no table an item: a user's list may be long; names
 -- compared without case, so that no spelling slips past): their sum, and
 -- whether the list names it at all.
 function M.license_units(text, name)
   local total, named = 0, false
+  if type(text) ~= "string" then return total, named end
   name = name:lower()
-  for _, item in ipairs(M.license_items(text)) do
-    if item[1]:lower() == name then
+  for item in text:gmatch("[^,;|]+") do
+    local iname, n = license_item(item)
+    if iname and iname:lower() == name then
       named = true
-      total = total + (item[2] or 0)
+      total = total + (n or 0)
     end
   end
   return total, named
