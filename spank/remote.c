@@ -473,7 +473,7 @@ void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
 	if (done.kept > 0)
 		slurm_info("xsite: report: ReportRetention: %u directories of other users in job directories of %s "
 			   "left in place (moved there by a job's owner; root removes only the owner's and its own): "
-			   "see %s/.stale.deep.*", done.kept, dir, dir);
+			   "see %s/.kept.*", done.kept, dir, dir);
 out:
 	xsite_lua_close(lua);
 	lua = NULL;

@@ -76,6 +76,7 @@
 #define CURSOR ".prune"
 #define STALE ".stale."
 #define FRESH ".new."
+#define KEPT ".kept."	/* a tree left for the administrator: never due */
 #define MAX_STAMP 256
 #define SUFFIX 10
 
@@ -1112,13 +1113,15 @@ out:
  * system, the job's owner (whose directories, and root's, are removed; any
  * other user's stay where they are: a directory of someone else's that the
  * owner moved into the tree, a shared sticky one, must not lose its files
- * to root), the removals left, and what was kept.
+ * to root), the work left (each entry looked at, removed or kept costs
+ * one), what was removed and what was kept.
  */
 struct walk {
 	int spool;
 	dev_t dev;
 	uid_t owner;	/* (uid_t)-1: not known (a tree of an older xsite's): any */
 	long budget;
+	long removed;	/* files and directories removed */
 	unsigned kept;	/* directories of other users left in place */
 };
 
@@ -1129,16 +1132,25 @@ static int may_remove(const struct walk *w, const struct stat *st)
 }
 
 /*
+ * A name for a tree of ReportDir of owner's: prefix, the owner's uid, a
+ * random suffix (PREFIX.UID.X).
+ */
+static int tree_name(char *name, size_t len, const char *prefix, uid_t owner)
+{
+	char head[32];
+
+	snprintf(head, sizeof(head), "%s%u.", prefix, (unsigned)owner);
+	return random_name(name, len, head);
+}
+
+/*
  * The name a tree of ReportDir is moved aside to before its removal (and a
  * directory too deep to remove at once, moved up): .stale.deep.UID.X, the
  * owner's uid in it for the removal that follows.
  */
 static int deep_name(char *name, size_t len, uid_t owner)
 {
-	char prefix[32];
-
-	snprintf(prefix, sizeof(prefix), STALE "deep.%u.", (unsigned)owner);
-	return random_name(name, len, prefix);
+	return tree_name(name, len, STALE "deep.", owner);
 }
 
 /*
@@ -1173,16 +1185,14 @@ static uid_t tree_owner(int spool, const char *name)
 }
 
 /*
- * Move the directory name under parent, too deep to remove now, up into
- * ReportDir as .stale.deep.UID.X, made root's first (take_over): a tree of
- * the user's (mpi/) must not come within their reach there.  What lands in
- * ReportDir is checked again: another directory (the name swapped
- * meanwhile) is made root's too, anything else is removed.  Another user's
- * directory is not moved (1, counted as kept).
+ * Move the directory name under parent (root's: see remove_tree), too deep
+ * to remove now, up into ReportDir as .stale.deep.UID.X, made root's first
+ * (take_over): a tree of the user's (mpi/) must not come within their reach
+ * there.  Another user's directory is not moved (1, counted as kept).
  */
 static int move_up(int parent, const char *name, struct walk *w)
 {
-	struct stat st, moved;
+	struct stat st;
 	char up[48];
 	int fd, rc = -1;
 
@@ -1196,15 +1206,9 @@ static int move_up(int parent, const char *name, struct walk *w)
 		rc = 1;
 		goto out;
 	}
+	/* parent is root's: the name is still the directory looked at */
 	if (take_over(fd) < 0 || deep_name(up, sizeof(up), w->owner) < 0 ||
 	    renameat2(parent, name, w->spool, up, RENAME_NOREPLACE) < 0)
-		goto out;
-	close(fd);
-	fd = openat(w->spool, up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return unlinkat(w->spool, up, 0) < 0 && errno != ENOENT ? -1 : 0;
-	if (fstat(fd, &moved) < 0 ||
-	    ((moved.st_ino != st.st_ino || moved.st_dev != st.st_dev) && take_over(fd) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -1213,13 +1217,16 @@ out:
 }
 
 /*
- * Remove name under parent, a tree, spending at most w->budget removals; a
+ * Remove name under parent, a tree, spending at most w->budget; a
  * directory deeper than XSITE_PRUNE_DEPTH is moved up into ReportDir as
  * .stale.deep.UID.X instead, to be removed from there.  Never follows a
  * symlink, never leaves the file system, never enters a directory of a user
- * but the owner and root (it stays, and the tree with it).  0: removed; 1:
- * not yet (the budget ran out, or another user's directory is in it); -1:
- * cannot.
+ * but the owner and root (it stays, and the tree with it).  A directory of
+ * the owner's is made root's (take_over) before its entries are read: from
+ * then on the owner (a process of theirs still inside it) can neither add
+ * an entry nor swap one for another user's directory under the walk.  0:
+ * removed; 1: not yet (the budget ran out, or another user's directory is
+ * in it); -1: cannot.
  */
 static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 {
@@ -1228,11 +1235,14 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 	DIR *d;
 	int fd, rc = 0;
 
+	w->budget--;
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
 		/* not a directory (any more): it goes as it is */
-		w->budget--;
-		return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+		if (unlinkat(parent, name, 0) < 0)
+			return errno == ENOENT ? 0 : -1;
+		w->removed++;
+		return 0;
 	}
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
@@ -1244,6 +1254,10 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 		close(fd);
 		w->kept++;
 		return 1;
+	}
+	if (st.st_uid != 0 && take_over(fd) < 0) {
+		close(fd);
+		return -1;
 	}
 	d = fdopendir(fd);
 	if (d == NULL) {
@@ -1257,22 +1271,26 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 			/* gone meanwhile; else one that cannot be looked at (a dead
 			 * FUSE mount of the user's): this tree cannot go, and the
 			 * pruning goes on with the next one */
+			w->budget--;
 			if (errno != ENOENT)
 				rc = -1;
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			/* a name in a directory of the owner's or root's: the
-			 * owner could remove it too */
-			if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT)
-				rc = -1;
+			/* a name in a directory of root's now, the owner's before:
+			 * the owner could have removed it too */
 			w->budget--;
+			if (unlinkat(fd, e->d_name, 0) == 0)
+				w->removed++;
+			else if (errno != ENOENT)
+				rc = -1;
 		} else if (depth >= XSITE_PRUNE_DEPTH) {
-			int r = move_up(fd, e->d_name, w);
+			int r;
 
+			w->budget--;
+			r = move_up(fd, e->d_name, w);
 			if (r != 0 && rc == 0)
 				rc = r;
-			w->budget--;
 		} else {
 			int r = remove_tree(fd, e->d_name, depth + 1, w);
 
@@ -1288,7 +1306,7 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 			return 0;
 		return errno == ENOTEMPTY ? (rc < 0 ? -1 : 1) : -1;
 	}
-	w->budget--;
+	w->removed++;
 	return rc;
 }
 
@@ -1421,7 +1439,8 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 		if (!due(spool, e->d_name, retention, now))
 			continue;
 		{
-			long before = w.budget;
+			long removed = w.removed;
+			unsigned kept = w.kept;
 			char gone[48];
 			const char *name = e->d_name;
 			int r;
@@ -1441,9 +1460,20 @@ int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite
 				name = gone;
 			}
 			r = remove_tree(spool, name, 0, &w);
-			done->files += (unsigned)(before - w.budget);
+			done->files += (unsigned)(w.removed - removed);
 			if (r == 0)
 				done->removed++;
+			if (r > 0 && w.budget > 0 && w.kept > kept) {
+				/*
+				 * all that is left is other users' directories: the
+				 * tree goes aside as .kept.UID.X, which is never due,
+				 * for the administrator (not walked at every epilog)
+				 */
+				char aside[48];
+
+				if (tree_name(aside, sizeof(aside), KEPT, w.owner) == 0)
+					(void)renameat2(spool, name, spool, aside, RENAME_NOREPLACE);
+			}
 			if (r > 0 && w.budget <= 0) {
 				/* the budget ran out inside it: the next call starts at the top */
 				pos = 0;

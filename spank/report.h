@@ -18,7 +18,7 @@ struct xsite_lua;
 #define XSITE_SPOOL_LOCK_TIMEOUT_MS 10000
 /* The largest report.json root reads back (a record keeps at most 1000 steps). */
 #define XSITE_MAX_RECORD (64L << 20)
-/* Per call of xsite_report_prune: entries of ReportDir looked at, files removed. */
+/* Per call of xsite_report_prune: entries of ReportDir looked at; entries of its trees looked at. */
 #define XSITE_PRUNE_SCAN 256
 #define XSITE_PRUNE_FILES 4096
 /* Directories inside each other that pruning follows (deeper: moved up first). */
@@ -121,7 +121,8 @@ struct xsite_prune {
  * links are removed, never followed; no other file system is entered; a
  * directory of anyone but the job's owner and root (one the owner moved
  * into the job's tree) is neither entered nor removed, and with it the
- * tree stays (done->kept).  retention 0: nothing is removed.  Returns 0, or
+ * tree stays, moved aside as .kept.UID.X, never due (done->kept).  Every
+ * entry looked at counts against the bound.  retention 0: nothing is removed.  Returns 0, or
  * -1 with *err.
  */
 int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite_prune *done,

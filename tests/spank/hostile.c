@@ -950,7 +950,11 @@ static void test_prune(void)
  * A directory of another user's that the owner moved into their job's
  * tree (a shared sticky one, whose files the owner may not remove): the
  * pruner neither enters, removes, moves up nor takes it over, at any depth;
- * the owner's own directories around it go.
+ * the owner's own files around it go, and what is left goes aside, never
+ * walked again.  A directory of the owner's is root's before the pruner
+ * reads it: a process of the owner's still inside (here one that opened
+ * mine/ before the job ended) can no longer add or swap an entry under
+ * the walk.
  */
 static void test_prune_foreign(void)
 {
@@ -958,18 +962,37 @@ static void test_prune_foreign(void)
 	const long day = 86400, keep = 30 * day;
 	struct xsite_prune done;
 	unsigned kept = 0;
-	char *err = NULL;
-	int calls, rc = 0;
+	char *err = NULL, go = 0;
+	int calls, rc = 0, ready[2], start[2], status = 0;
+	pid_t pid;
 
 	snprintf(reports, sizeof(reports), "%s/prune-foreign", tmpdir);
 	prepare(700, owner, &err);
 	free(err);
 	err = NULL;
-	run("cd %s/prune-foreign/700/mpi && mkdir shared mine && touch shared/theirs mine/f && "
-	    "chown -R %u shared && chmod 1777 shared && chown -R %u mine && "
+	run("cd %s/prune-foreign/700/mpi && mkdir -p mine/shared && touch mine/shared/theirs mine/f && "
+	    "chown -R %u mine && chown -R %u mine/shared && chmod 1777 mine/shared && "
 	    "mkdir -p a/b/c/d/e/f/g/h/i/deep && touch a/b/c/d/e/f/g/h/i/deep/theirs && chown -R %u a && "
 	    "chown -R %u a/b/c/d/e/f/g/h/i/deep && chmod 1777 a/b/c/d/e/f/g/h/i/deep",
-	    tmpdir, (unsigned)other, (unsigned)owner, (unsigned)owner, (unsigned)other);
+	    tmpdir, (unsigned)owner, (unsigned)other, (unsigned)owner, (unsigned)other);
+	if (pipe(ready) < 0 || pipe(start) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		/* the owner, inside mine/ from before the job's end */
+		int fd;
+
+		if (setgid(owner_gid) < 0 || setuid(owner) < 0)
+			_exit(2);
+		fd = open(path_of("prune-foreign/700/mpi/mine"), O_RDONLY | O_DIRECTORY);
+		if (fd < 0 || write(ready[1], "r", 1) != 1 || read(start[0], &go, 1) != 1)
+			_exit(2);
+		_exit(mkdirat(fd, "late", 0700) == 0 ? 0 : errno == EACCES ? 1 : 3);
+	}
+	close(ready[1]);
+	close(start[0]);
+	if (read(ready[0], &go, 1) != 1)
+		diag("prune", "the owner's process did not start");
 	xsite_report_job_end(reports, 700, owner, &err);
 	free(err);
 	err = NULL;
@@ -986,13 +1009,29 @@ static void test_prune_foreign(void)
 		if (done.wrapped && done.files == 0)
 			break;
 	}
+	if (write(start[1], "g", 1) != 1 || waitpid(pid, &status, 0) != pid)
+		status = -1;
+	close(ready[0]);
+	close(start[1]);
 	ok(rc == 0 && kept > 0 &&
 	   run("test $(find %s/prune-foreign -name theirs -uid %u | wc -l) = 2 && "
 	       "test $(find %s/prune-foreign -type d -uid %u -perm -1777 | wc -l) = 2 && "
-	       "test -z \"$(find %s/prune-foreign -name mine -o -name f)\"",
+	       "test -z \"$(find %s/prune-foreign -name f -o -name late)\"",
 	       tmpdir, (unsigned)other, tmpdir, (unsigned)other, tmpdir) == 0,
-	   "another user's directory in a job's tree stays, theirs and whole, at any depth; the owner's go "
+	   "another user's directory in a job's tree stays, theirs and whole, at any depth; the owner's files go "
 	   "(%u kept in %d calls)", kept, calls);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
+	   run("test \"$(stat -c '%%u %%a' %s/prune-foreign/.kept.%u.*/mpi/mine)\" = '0 700'", tmpdir,
+	       (unsigned)owner) == 0,
+	   "the owner's directories are root's before the pruner reads them: the owner, inside one, cannot add to it "
+	   "(exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	rc = xsite_report_prune(reports, keep, time(NULL), &done, &err);
+	free(err);
+	err = NULL;
+	ok(rc == 0 && done.kept == 0 && done.files == 0 &&
+	   run("test $(ls -d %s/prune-foreign/.kept.%u.* | wc -l) = 2", tmpdir, (unsigned)owner) == 0,
+	   "what is left goes aside as .kept.UID.X (the job's tree, the one moved up) and is not walked again (%u kept, %u removed)", done.kept,
+	   done.files);
 	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
 }
 
