@@ -66,7 +66,8 @@ local function one_site(text, cfg)
 end
 
 --- Whether a job's decision was made under another state of the link than
--- `down` says now.
+-- `down` says now, or no longer holds it at one site; "unkept" as second
+-- value for the latter.
 -- @param rec the job's record (xsite.record.parse), or nil
 -- @param reason squeue's reason (JobHeldAdmin: still in xsite's hold)
 -- @param prefer the job's --prefer now (squeue's "(null)" for none)
@@ -94,8 +95,11 @@ function M.stale(rec, reason, prefer, features, down, cfg)
   -- touch the record), or by a path xsite did not see.  Decided again, its
   -- Features and Prefer are set anew from the record, or, when the
   -- constraint its owner gave cannot take a site, it is held.
-  return rec.mode == "enforce" and not kept and
-    (rec.action == "pin" or rec.action == "site" or one_site(features, cfg))
+  if rec.mode == "enforce" and not kept and
+      (rec.action == "pin" or rec.action == "site" or one_site(features, cfg)) then
+    return true, "unkept"
+  end
+  return false
 end
 
 --- The jobs to check again, from squeue's output (see SQUEUE).
@@ -108,9 +112,10 @@ function M.select(text, cfg, down, random)
     local id = raw and job_id(raw)
     if id and not seen[id] then
       local rec = record.parse(comment)
-      if M.stale(rec, reason, prefer, features, down, cfg) then
+      local stale, why = M.stale(rec, reason, prefer, features, down, cfg)
+      if stale then
         seen[id] = true
-        out[#out + 1] = { id = id, rec = rec,
+        out[#out + 1] = { id = id, rec = rec, unkept = why == "unkept",
           held = (reason == "JobHeldUser" and "user") or (reason == "JobHeldAdmin" and "admin") or nil }
       end
     end
@@ -126,11 +131,13 @@ function M.select(text, cfg, down, random)
   return out
 end
 
---- The AdminComment that asks slurmctld to decide a job again.
+--- The AdminComment that asks slurmctld to decide a job again: "held=" whose
+-- hold it is in, "unkept" when it is no longer kept at one site (what
+-- job_modify cannot see: the job's Prefer).
 function M.request(job)
   -- a job xsite holds is in an administrator's hold: its own word says why
   local held = not (job.rec and job.rec.hold) and job.held or nil
-  return submit.RECHECK .. (held and " held=" .. held or "")
+  return submit.RECHECK .. (held and " held=" .. held or "") .. (job.unkept and " unkept" or "")
 end
 
 return M

@@ -565,14 +565,22 @@ end
 M.RECHECK = "xsite recheck"
 
 --- The request in an AdminComment being set (see RECHECK), or nil.
--- @return { held = "user"|"admin"|nil }
+-- "xsite recheck[ held=user|admin][ unkept]" (unkept: the job was kept at
+-- one site and its constraint or preference no longer keeps it there).
+-- @return { held = "user"|"admin"|nil, unkept = true|nil }
 function M.recheck_request(text)
   if type(text) ~= "string" or text:sub(1, #M.RECHECK) ~= M.RECHECK then return nil end
   local rest = text:sub(#M.RECHECK + 1)
-  if rest == "" then return {} end
+  local req = {}
+  if rest:sub(-7) == " unkept" then
+    req.unkept = true
+    rest = rest:sub(1, -8)
+  end
+  if rest == "" then return req end
   local held = rest:match("^ held=(%a+)$")
-  if held == "user" or held == "admin" then return { held = held } end
-  return nil
+  if held ~= "user" and held ~= "admin" then return nil end
+  req.held = held
+  return req
 end
 
 -- The link's state the policy uses now ("up", "degraded", "down").
@@ -764,12 +772,11 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
         ac = record.put_word(ac, "hold", who)
         slurm.log_info("xsite: job %s held (hold=%s) while the link is down: %s", tostring(job_rec.job_id),
           who, d.message)
-      elseif prev and prev.mode == "enforce" and (prev.action == "pin" or prev.action == "site")
-          and not (job_rec.features and job_rec.features ~= "" and
-            (constraint.analyse(job_rec.features, cfg) or {}).one_site) then
+      elseif recheck.unkept and prev and prev.mode == "enforce" then
         -- kept at one site under Mode=enforce, no longer so (its owner
-        -- changed it while another mode was in force), and not to be kept
-        -- there now: held, until its owner submits it again
+        -- changed its constraint or preference while another mode was in
+        -- force: xsite load saw it), and not to be kept there now: held,
+        -- until its owner submits it again
         job_desc.priority = 0
         ac = record.put_word(ac, "hold", "xsite")
         slurm.log_info("xsite: job %s held: it was kept at one site and no longer is, and cannot be kept there "

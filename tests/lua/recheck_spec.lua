@@ -91,7 +91,11 @@ describe("xsite.recheck", function()
       line("49", "Priority", pin .. " override=0", "ib"),
       line("50", "JobHeldAdmin", pin .. " hold=xsite recheck=up", "ib"),
     }, "\n") .. "\n"
-    assert.are.equal("41 42 43", ids(recheck.select(text, cfg, false)))
+    local sel = recheck.select(text, cfg, false)
+    assert.are.equal("41 42 43", ids(sel))
+    -- the request says so: job_modify cannot see the job's Prefer
+    assert.are.equal("xsite recheck unkept", recheck.request(sel[2]))
+    assert.are.equal("xsite recheck held=user unkept", recheck.request({ id = "1", held = "user", unkept = true }))
   end)
 
   it("believes no line that takes a job away: a forged one only adds", function()

@@ -333,12 +333,32 @@ describe("xsite.submit", function()
     -- a constraint of the owner that cannot take a site (a count): held by
     -- xsite, not left to span
     r.features = "[ib*1&big*1]"
-    change = { admin_comment = submit.RECHECK }
+    change = { admin_comment = submit.RECHECK .. " unkept" }
     assert.are.equal(0, submit.job_modify(change, r, s, 0))
     assert.are.equal(0, change.priority)
     assert.is_nil(change.features)
     assert.matches("action=pin .* hold=xsite recheck=up$", change.admin_comment)
     assert.matches("job 8 held: it was kept at one site and no longer is", s.info[#s.info])
+    -- Features at one site, the owner's Prefer at both (which job_modify
+    -- cannot see, xsite load can) and a shape no site can hold: held too
+    write("xsite.conf", enforce .. "Mode=advise\n")
+    now = now + 10
+    change = { min_nodes = 4, max_nodes = 4, features = "site_a", prefer = "ib" }
+    assert.are.equal(0, submit.job_modify(change, r, s, 1001))
+    r.features, r.min_nodes, r.max_nodes = "site_a", 4, 4
+    write("xsite.conf", enforce)
+    now = now + 10
+    change = { admin_comment = submit.RECHECK .. " unkept" }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.are.equal(0, change.priority)
+    assert.matches(" hold=xsite recheck=up$", change.admin_comment)
+    -- the same refusal without the word (a job kept at one site, refused
+    -- for another reason): left as it was accepted
+    change = { admin_comment = submit.RECHECK }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.is_nil(change.priority)
+    assert.are.same({ unkept = true, held = "user" }, submit.recheck_request(submit.RECHECK .. " held=user unkept"))
+    assert.is_nil(submit.recheck_request(submit.RECHECK .. " unkept held=user"))
   end)
 
   -- A job description that raises on every field but spank_job_env.
