@@ -160,6 +160,8 @@ end
 --   for no license even with the link's License= set; job_submit.lua passes
 --   it when slurm.conf does not declare the license), `licenses` (the
 --   user's own `--licenses`: kept, the link's share added to it),
+--   `tres_licenses` (the licenses of its `--tres-per-task`, which Slurm
+--   23.02 and later add to the job's: a license list),
 --   `link_load` (optional: xsite.state.parse_load, used when at most
 --   M.LOAD_MAX_AGE old at `now`), `now` (seconds since the epoch),
 --   `pin_one_node` (a one-node job is pinned like any other: a job decided
@@ -255,10 +257,13 @@ function M.decide(req)
   end
   local ok, aerr = M.check_affinity(cfg, affinity)
   if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
-  if lic and pol.mode == "enforce" and req.licenses and req.override == nil
-      and M.names_license(req.licenses, lic.name) then
-    return finish("reject", "bad-request", string.format("--licenses %s: %s is the link's share, which xsite " ..
-      "gives a job that may span; submit without it", quote(req.licenses), lic.name))
+  if lic and pol.mode == "enforce" and req.override == nil then
+    for _, own in ipairs({ { req.licenses, "--licenses" }, { req.tres_licenses, "--tres-per-task" } }) do
+      if own[1] and M.names_license(own[1], lic.name) then
+        return finish("reject", "bad-request", string.format("%s %s: %s is the link's share, which xsite " ..
+          "gives a job that may span; submit without it", own[2], quote(own[1]), lic.name))
+      end
+    end
   end
   local target = cfg.site_by_name[affinity]
 

@@ -113,6 +113,18 @@ function M.gres_units(text)
   return total
 end
 
+--- The licenses a TRES request names ("cpu=2,license/a=1" -> "a=1"; Slurm
+-- 23.02 and later add those of --tres-per-task to the job's licenses), a
+-- license list, or nil.
+function M.tres_licenses(tres)
+  if type(tres) ~= "string" then return nil end
+  local out = {}
+  for item in tres:gmatch("[^,]+") do
+    out[#out + 1] = item:match("^%s*[Ll][Ii][Cc][Ee][Nn][Ss][Ee]/(.+)$")
+  end
+  return #out > 0 and table.concat(out, ",") or nil
+end
+
 --- The tasks a job asks for: num_tasks, else, with --ntasks-per-node, that
 -- many on each of its fewest nodes (as slurmctld works it out after
 -- job_submit); nil when neither is given.
@@ -409,6 +421,7 @@ local function decide(job_desc, slurm, flags, extra)
     time_limit = set(tl) and tl * 60 or nil,
     topology = sc.topology,
     licenses = extra.licenses,
+    tres_licenses = M.tres_licenses(job_desc.tres_per_task),
     license = license_declared(cfg, slurm, sc.licenses),
     link_state = state_file(cfg, slurm, "link"),
     profile_state = state_file(cfg, slurm, "profiles"),

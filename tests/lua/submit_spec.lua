@@ -1113,6 +1113,25 @@ describe("xsite.submit", function()
     j = job({ min_nodes = 2, licenses = "a|b" })
     assert.are.equal(0, submit.job_submit(j, s))
     assert.are.equal("a|b", j.licenses)
+    -- through --tres-per-task (Slurm 23.02 and later add its licenses to
+    -- the job's, times its tasks), at submission and in a change
+    for _, tres in ipairs({ "cpu=1,license/xsite_link=1", "License/XSITE_LINK:2" }) do
+      s = fake_slurm()
+      j = job({ min_nodes = 2, tres_per_task = tres })
+      assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(j, s))
+      assert.matches("^xsite: job rejected: %-%-tres%-per%-task '.*': xsite_link is the link's share", s.user[1])
+    end
+    j = job({ min_nodes = 2, tres_per_task = "cpu=1,license/a=1" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    local r = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
+      min_nodes = 2, max_nodes = 2, job_state = submit.JOB_PENDING, user_id = 1001, job_id = 9,
+      tres_per_task = j.tres_per_task }
+    s = fake_slurm()
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE,
+      submit.job_modify({ tres_per_task = "license/xsite_link=4" }, r, s, 1001))
+    assert.matches("%-%-tres%-per%-task 'xsite_link=4': xsite_link is the link's share", s.user[#s.user])
+    assert.are.equal("a=1,b:2", submit.tres_licenses("cpu=1,license/a=1,gres/gpu=1,license/b:2"))
+    assert.is_nil(submit.tres_licenses("cpu=1"))
     -- root may ask for the link's license itself: it stands as given
     j = job({ min_nodes = 2, spank_job_env = QUIET, licenses = "xsite_link:7" })
     assert.are.equal(0, submit.job_submit(j, s, 0))
