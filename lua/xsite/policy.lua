@@ -100,6 +100,27 @@ local function within(list, allowed)
   return out
 end
 
+-- Whether `site` is one of the sites of `list`.
+local function has(list, site)
+  for _, s in ipairs(list) do
+    if s == site then return true end
+  end
+  return false
+end
+
+-- Whether every site of `list` is in `allowed` (`#within(list, allowed) ==
+-- #list`, without the tables).
+local function all_in(list, allowed)
+  for _, s in ipairs(list) do
+    if not has(allowed, s) then return false end
+  end
+  return true
+end
+
+-- An empty list of sites, shared and never written to: the sites of a job
+-- that names no nodes.
+local NONE = {}
+
 --- Check a `--site-affinity` value: auto, pin, span or a site's name.
 -- @return true, or nil and a message listing the valid values
 function M.check_affinity(cfg, value)
@@ -136,6 +157,189 @@ M.LOAD_MAX_AGE = 120
 -- up, at least 1, at most `count`.
 function M.link_units(share, count)
   return math.min(count, math.max(1, math.ceil(share * count - 1e-9)))
+end
+
+-- The steps of `decide` are functions of this module, not closures: one
+-- closure a step, and the upvalues they share, would cost slurmctld a few
+-- dozen allocations a job.  Before the job's shape is known they take the
+-- decision `d` and the request `req`; after, `job`, what decide has found
+-- out (see there).
+
+-- The link's license that a job that may span holds a share of, or nil
+-- (none configured, or `req.license` is false).
+local function link_license(req)
+  local link = req.cfg.link
+  return req.license ~= false and link and link.license or nil
+end
+
+-- A job that may span holds its share of the link in the link's licenses
+-- (at least one, at most all of them), added to its own: Slurm starts no
+-- more spanning work than the licenses cover.  Nothing when the link has
+-- no License=, or when root's own --licenses already name it.
+-- @return nil, or why the job must be refused
+local function hold_link(d, req)
+  local pol, lic = req.cfg.policy, link_license(req)
+  local own = req.licenses
+  if own == "" then own = nil end
+  if not lic or not d.prediction or (own and M.names_license(own, lic.name)) then return nil end
+  local held = M.link_units(d.prediction.link_share, lic.count)
+  if own and own:find("|", 1, true) and pol.mode == "enforce" then
+    return string.format("--licenses %s asks for one of several; this job may span and must also hold %d " ..
+      "of the link's licenses (%s), which Slurm cannot add to an OR: use ',' or submit it without --licenses",
+      quote(own), held, lic.name)
+  end
+  d.link_units = held
+  d.licenses = (own and own .. "," or "") .. lic.name .. ":" .. held
+  d.warning = (d.warning and d.warning .. "; " or "") .. string.format(
+    "it %s %d of the link's %d licenses (%s) while it runs",
+    pol.mode == "advise" and "would hold" or "holds", held, lic.count, lic.name)
+  return nil
+end
+
+-- The decision `d` for the request `req`, completed: its action, why, the
+-- user's message and the record.
+local function finish(d, req, action, why, text)
+  local pol = req.cfg.policy
+  if pol.mode == "advise" and action == "reject" and why ~= "bad-request" then
+    -- advice never rejects for policy reasons: it says what enforce would do
+    action, text = "none", "would be rejected under Mode=enforce: " .. text
+  end
+  if action == "span" then
+    local refuse = hold_link(d, req)
+    if refuse then action, why, text = "reject", "licenses", refuse end
+  end
+  d.action, d.why, d.reason = action, why, text
+  if action == "reject" then
+    d.message = "xsite: job rejected: " .. text
+  else
+    local verb
+    if action == "span" then
+      verb = "may span both sites"
+    elseif action == "pin" then
+      verb = "pinned to one site (" .. d.sites:gsub("|", " or ") .. ")"
+    elseif action == "site" then
+      verb = "pinned to site " .. d.sites
+    else
+      verb = "no placement change"
+    end
+    d.message = string.format("xsite: %s%s: %s", verb,
+      pol.mode == "advise" and action ~= "none" and " (advice only, Mode=advise)" or "", text)
+    if d.warning then d.message = d.message .. "; " .. d.warning end
+  end
+  if pol.mode == "advise" and action ~= "reject" then
+    d.features, d.prefer, d.req_switch, d.wait4switch, d.licenses = nil, nil, nil, nil, nil
+  end
+  d.record = record.format(d)
+  return d
+end
+
+-- Why a job may not span: the model's slowdown past the limit.
+local function slow_text(ev, pol)
+  return string.format(WHY.slowdown, ev.slowdown, pol.max_slowdown)
+end
+
+-- The link's licenses when too few are free for this job (a fresh link
+-- load, License= asked for): how long it would wait for them, and for one
+-- of `sites` (nil: never).  Nil when it need not wait.
+local function link_busy(job, sites)
+  local req, lic = job.req, link_license(job.req)
+  local ld = req.link_load
+  if not lic or not ld or not ld.license or not req.now or req.now - ld.time > M.LOAD_MAX_AGE then return nil end
+  local held = ld.license
+  local need = M.link_units(job.ev.link_share, lic.count)
+  if held.total - held.used >= need then return nil end
+  local b = { need = need, held = held, link = load.link_wait(ld, need, req.now) }
+  for _, s in ipairs(sites) do
+    local w = load.site_wait(ld, s.name, job.n, req.now)
+    if w and (not b.site or w < b.site) then b.site, b.site_name = w, s.name end
+  end
+  job.d.link_wait, job.d.site_wait = b.link, b.site
+  return b
+end
+
+local function wait_text(w)
+  return w and "about " .. units.round_time(w) or "until the jobs without a time limit end"
+end
+
+local function busy_text(b)
+  return string.format("%d of %d held, this job needs %d and would wait %s for them", b.held.used,
+    b.held.total, b.need, wait_text(b.link))
+end
+
+-- Whether the user's own constraint (`a`: the job's ua or pa) keeps the
+-- job at one of the sites of `allowed` already.
+local function kept_within(job, a, allowed)
+  return not job.het and a.one_site and all_in(a.sites, allowed)
+end
+
+-- Add the site constraint `add` for `allowed` to the user's own `own`
+-- (`a` its analysis, `flag` its option) as d[field], unless it keeps the
+-- job at one of them already.
+-- @return nil, or why it cannot take it (the refusal's text)
+local function pin_into(job, field, own, a, flag, allowed, add, text)
+  if kept_within(job, a, allowed) then return nil end
+  local merged, why_not = constraint.combine(own, a, add)
+  if not merged then
+    return string.format("%s %s: %s; xsite must keep this job at %s (%s)", flag, quote(own), why_not,
+      #allowed == 1 and "site " .. allowed[1].name or "one site", text)
+  end
+  job.d[field] = merged
+  return nil
+end
+
+-- Keep the job at the sites of `allowed` (one of them), adding to the
+-- user's constraint and --prefer; one that cannot take it is refused.
+local function keep_at(job, allowed, action, why, text)
+  local d, het = job.d, job.het
+  d.sites = site_names(allowed)
+  if het then d.het = allowed[1].name end
+  local add = pin_constraint(het and { allowed[1] } or allowed)
+  local refusal = pin_into(job, "features", job.user, job.ua, "--constraint", allowed, add, text) or
+    (job.pa and pin_into(job, "prefer", job.prefer, job.pa, "--prefer", allowed, add, text))
+  if refusal then return finish(d, job.req, "reject", "constraint", refusal) end
+  return finish(d, job.req, action, why, text)
+end
+
+-- The sites that can hold the job and that its constraint and node list
+-- allow: where it may be kept.
+local function one_site_choices(job)
+  local sites = within(job.fitting, job.ua.sites)
+  if #job.named == 1 then sites = within(sites, job.named) end
+  return sites
+end
+
+-- Keep the job at one site that can hold it (and that its constraint and
+-- node list allow).
+local function pin(job, why, text)
+  local sites = one_site_choices(job)
+  local het, named, ua = job.het, job.named, job.ua
+  if het then sites = { sites[1] } end
+  if #sites == 0 then
+    return finish(job.d, job.req, "reject", why == "user-pin" and "oversize" or why, string.format(
+      "%s, and no site can take all %d nodes%s", text, job.n,
+      #named == 1 and " with the nodes --nodelist names at " .. named[1].name or
+      (#ua.sites < #job.req.cfg.sites and " among those --constraint allows" or "")))
+  end
+  return keep_at(job, sites, (#sites == 1 and (het or #named == 1 or #ua.sites == 1)) and "site" or "pin",
+    why, text)
+end
+
+-- May the job span?  Link up, and asked for or within the model's limit.
+-- (A job no site can hold spans as OversizeAction says.)
+local function may_span(job)
+  local d, pol, affinity = job.d, job.req.cfg.policy, job.affinity
+  if job.override_span then
+    d.override = job.req.override
+    return true
+  end
+  if job.link_down then return false, WHY["link-down"] end
+  if affinity == "span" then return true end
+  if affinity == "auto" and job.ev.slowdown <= pol.max_slowdown then return true end
+  if affinity == "auto" and #job.fitting == 0 and pol.oversize ~= "reject" then
+    if pol.oversize == "warn" then d.warning = "running anyway (OversizeAction=warn)" end
+    return true
+  end
+  return false, affinity == "pin" and "--site-affinity=pin" or slow_text(job.ev, pol)
 end
 
 --- Decide where a job runs.
@@ -179,70 +383,14 @@ end
 function M.decide(req)
   local cfg = req.cfg
   local pol = cfg.policy
-  local lic = req.license ~= false and cfg.link and cfg.link.license or nil
+  local lic = link_license(req)
   local d = { mode = pol.mode, nodes = req.nodes, max_slowdown = pol.max_slowdown }
-  -- A job that may span holds its share of the link in the link's licenses
-  -- (at least one, at most all of them), added to its own: Slurm starts no
-  -- more spanning work than the licenses cover.  Nothing when the link has
-  -- no License=, or when root's own --licenses already name it.
-  -- @return nil, or why the job must be refused
-  local function hold_link()
-    local own = req.licenses
-    if own == "" then own = nil end
-    if not lic or not d.prediction or (own and M.names_license(own, lic.name)) then return nil end
-    local held = M.link_units(d.prediction.link_share, lic.count)
-    if own and own:find("|", 1, true) and pol.mode == "enforce" then
-      return string.format("--licenses %s asks for one of several; this job may span and must also hold %d " ..
-        "of the link's licenses (%s), which Slurm cannot add to an OR: use ',' or submit it without --licenses",
-        quote(own), held, lic.name)
-    end
-    d.link_units = held
-    d.licenses = (own and own .. "," or "") .. lic.name .. ":" .. held
-    d.warning = (d.warning and d.warning .. "; " or "") .. string.format(
-      "it %s %d of the link's %d licenses (%s) while it runs",
-      pol.mode == "advise" and "would hold" or "holds", held, lic.count, lic.name)
-    return nil
-  end
 
-  local function finish(action, why, text)
-    if pol.mode == "advise" and action == "reject" and why ~= "bad-request" then
-      -- advice never rejects for policy reasons: it says what enforce would do
-      action, text = "none", "would be rejected under Mode=enforce: " .. text
-    end
-    if action == "span" then
-      local refuse = hold_link()
-      if refuse then action, why, text = "reject", "licenses", refuse end
-    end
-    d.action, d.why, d.reason = action, why, text
-    if action == "reject" then
-      d.message = "xsite: job rejected: " .. text
-    else
-      local verb
-      if action == "span" then
-        verb = "may span both sites"
-      elseif action == "pin" then
-        verb = "pinned to one site (" .. d.sites:gsub("|", " or ") .. ")"
-      elseif action == "site" then
-        verb = "pinned to site " .. d.sites
-      else
-        verb = "no placement change"
-      end
-      d.message = string.format("xsite: %s%s: %s", verb,
-        pol.mode == "advise" and action ~= "none" and " (advice only, Mode=advise)" or "", text)
-      if d.warning then d.message = d.message .. "; " .. d.warning end
-    end
-    if pol.mode == "advise" and action ~= "reject" then
-      d.features, d.prefer, d.req_switch, d.wait4switch, d.licenses = nil, nil, nil, nil, nil
-    end
-    d.record = record.format(d)
-    return d
-  end
-
-  if pol.mode == "off" then return finish("none", "off", WHY.off) end
+  if pol.mode == "off" then return finish(d, req, "none", "off", WHY.off) end
 
   local n = req.nodes
   if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then
-    return finish("reject", "bad-request", string.format("node count '%s' is not a positive whole number",
+    return finish(d, req, "reject", "bad-request", string.format("node count '%s' is not a positive whole number",
       tostring(n)))
   end
 
@@ -251,16 +399,16 @@ function M.decide(req)
   for _, f in ipairs(FLAG_VALUES) do
     local v = req[f[1]]
     if type(v) == "string" and #v > M.MAX_FLAG then
-      return finish("reject", "bad-request", string.format("%s: %d characters, more than the %d it may have",
+      return finish(d, req, "reject", "bad-request", string.format("%s: %d characters, more than the %d it may have",
         f[2], #v, M.MAX_FLAG))
     end
   end
   local ok, aerr = M.check_affinity(cfg, affinity)
-  if not ok then return finish("reject", "bad-request", "--site-affinity: " .. aerr) end
+  if not ok then return finish(d, req, "reject", "bad-request", "--site-affinity: " .. aerr) end
   if lic and pol.mode == "enforce" and req.override == nil then
     for _, own in ipairs({ { req.licenses, "--licenses" }, { req.tres_licenses, "--tres-per-task" } }) do
       if own[1] and M.names_license(own[1], lic.name) then
-        return finish("reject", "bad-request", string.format("%s %s: %s is the link's share, which xsite " ..
+        return finish(d, req, "reject", "bad-request", string.format("%s %s: %s is the link's share, which xsite " ..
           "gives a job that may span; submit without it", own[2], quote(own[1]), lic.name))
       end
     end
@@ -274,7 +422,7 @@ function M.decide(req)
   if user == "" then user = nil end
   local ua, cerr = constraint.analyse(user, cfg)
   if not ua then
-    return finish("reject", "bad-request", string.format("--constraint %s: %s", quote(user), cerr))
+    return finish(d, req, "reject", "bad-request", string.format("--constraint %s: %s", quote(user), cerr))
   end
   d.constraint = user
   -- --prefer: where Slurm can meet it, it schedules the job with it
@@ -288,20 +436,20 @@ function M.decide(req)
     local perr
     pa, perr = constraint.analyse(prefer, cfg)
     if not pa then
-      return finish("reject", "bad-request", string.format("--prefer %s: %s", quote(prefer), perr))
+      return finish(d, req, "reject", "bad-request", string.format("--prefer %s: %s", quote(prefer), perr))
     end
     d.user_prefer = prefer
     -- A constraint that keeps the job at one site keeps its preference
     -- there too, whatever is decided below (a one-node job's as well), so
     -- that a later change of the job's size finds the preference pinned:
     -- Slurm may apply such a change without the --prefer xsite sets with it.
-    if ua.one_site and not req.het and not (pa.one_site and #within(pa.sites, ua.sites) == #pa.sites) then
+    if ua.one_site and not req.het and not (pa.one_site and all_in(pa.sites, ua.sites)) then
       local merged, why_not = constraint.combine(prefer, pa, pin_constraint(ua.sites))
       local ma
       if merged then ma, why_not = constraint.analyse(merged, cfg) end
       if not ma then
-        return finish("reject", "constraint", string.format("--prefer %s: %s; your --constraint keeps the job at %s, "
-          .. "and Slurm schedules with --prefer instead where it can, so it must keep the job there too",
+        return finish(d, req, "reject", "constraint", string.format("--prefer %s: %s; your --constraint keeps the "
+          .. "job at %s, and Slurm schedules with --prefer instead where it can, so it must keep the job there too",
           quote(prefer), why_not, #ua.sites == 1 and "site " .. ua.sites[1].name or "one site"))
       end
       prefer, pa, d.prefer = merged, ma, merged
@@ -310,15 +458,17 @@ function M.decide(req)
 
   -- Nodes asked for by name: the sites they are at (a hostlist is never
   -- expanded), and at least that many nodes.
-  local named = {}
+  local named = NONE
   if req.req_nodes and req.req_nodes ~= "" then
     local sites, count = hostlist.sites(req.req_nodes, cfg)
     if not sites then
-      return finish("reject", "bad-request", string.format("--nodelist %s: %s", quote(req.req_nodes), count))
+      return finish(d, req, "reject", "bad-request", string.format("--nodelist %s: %s", quote(req.req_nodes),
+        count))
     end
     named = sites
     if count > n then n = count end
   elseif req.nodelist_sites then
+    named = {}
     for name in req.nodelist_sites:gmatch("[^+]+") do
       named[#named + 1] = cfg.site_by_name[name]
     end
@@ -330,7 +480,7 @@ function M.decide(req)
   -- does not pay for it.
   local prof, perr = profile.resolve(req.profile, cfg, req.profile_state)
   if not prof then
-    return finish("reject", "bad-request", "--comm-profile: " .. perr)
+    return finish(d, req, "reject", "bad-request", "--comm-profile: " .. perr)
   end
   d.profile = profile.label(prof)
 
@@ -357,213 +507,123 @@ function M.decide(req)
   local link_down = link.state == "down"
   local ev = model.evaluate_cached(cfg, prof, most, link)
   d.prediction = ev
-  local function slow_text()
-    return string.format(WHY.slowdown, ev.slowdown, pol.max_slowdown)
-  end
 
-  -- The link's licenses when too few are free for this job (a fresh link
-  -- load, License= asked for): how long it would wait for them, and for one
-  -- of `sites` (nil: never).  Nil when it need not wait.
-  local function link_busy(sites)
-    local ld = req.link_load
-    if not lic or not ld or not ld.license or not req.now or req.now - ld.time > M.LOAD_MAX_AGE then return nil end
-    local held = ld.license
-    local need = M.link_units(ev.link_share, lic.count)
-    if held.total - held.used >= need then return nil end
-    local b = { need = need, held = held, link = load.link_wait(ld, need, req.now) }
-    for _, s in ipairs(sites) do
-      local w = load.site_wait(ld, s.name, n, req.now)
-      if w and (not b.site or w < b.site) then b.site, b.site_name = w, s.name end
-    end
-    d.link_wait, d.site_wait = b.link, b.site
-    return b
-  end
-  local function wait_text(w)
-    return w and "about " .. units.round_time(w) or "until the jobs without a time limit end"
-  end
-  local function busy_text(b)
-    return string.format("%d of %d held, this job needs %d and would wait %s for them", b.held.used,
-      b.held.total, b.need, wait_text(b.link))
-  end
-
-  -- Whether the user's own constraint (`a`: ua or pa) keeps the job at
-  -- one of the sites of `allowed` already.
-  local function kept_within(a, allowed)
-    return not het and a.one_site and #within(a.sites, allowed) == #a.sites
-  end
-
-  -- Add the site constraint `add` for `allowed` to the user's own `own`
-  -- (`a` its analysis, `flag` its option) as d[field], unless it keeps the
-  -- job at one of them already.
-  -- @return nil, or why it cannot take it (the refusal's text)
-  local function pin_into(field, own, a, flag, allowed, add, text)
-    if kept_within(a, allowed) then return nil end
-    local merged, why_not = constraint.combine(own, a, add)
-    if not merged then
-      return string.format("%s %s: %s; xsite must keep this job at %s (%s)", flag, quote(own), why_not,
-        #allowed == 1 and "site " .. allowed[1].name or "one site", text)
-    end
-    d[field] = merged
-    return nil
-  end
-
-  -- Keep the job at the sites of `allowed` (one of them), adding to the
-  -- user's constraint and --prefer; one that cannot take it is refused.
-  local function keep_at(allowed, action, why, text)
-    d.sites = site_names(allowed)
-    if het then d.het = allowed[1].name end
-    local add = pin_constraint(het and { allowed[1] } or allowed)
-    local refusal = pin_into("features", user, ua, "--constraint", allowed, add, text) or
-      (pa and pin_into("prefer", prefer, pa, "--prefer", allowed, add, text))
-    if refusal then return finish("reject", "constraint", refusal) end
-    return finish(action, why, text)
-  end
-
-  -- The sites that can hold the job and that its constraint and node list
-  -- allow: where it may be kept.
-  local function one_site_choices()
-    local sites = within(fitting, ua.sites)
-    if #named == 1 then sites = within(sites, named) end
-    return sites
-  end
-
-  -- Keep the job at one site that can hold it (and that its constraint and
-  -- node list allow).
-  local function pin(why, text)
-    local sites = one_site_choices()
-    if het then sites = { sites[1] } end
-    if #sites == 0 then
-      return finish("reject", why == "user-pin" and "oversize" or why, string.format(
-        "%s, and no site can take all %d nodes%s", text, n,
-        #named == 1 and " with the nodes --nodelist names at " .. named[1].name or
-        (#ua.sites < #cfg.sites and " among those --constraint allows" or "")))
-    end
-    return keep_at(sites, (#sites == 1 and (het or #named == 1 or #ua.sites == 1)) and "site" or "pin",
-      why, text)
-  end
-
-  -- Root or SlurmUser asking to span: granted even with the link down
-  -- (`xsite calibrate` measures a link that is down), and said in the record.
-  local override_span = req.override ~= nil and affinity == "span"
-
-  -- May the job span?  Link up, and asked for or within the model's limit.
-  -- (A job no site can hold spans as OversizeAction says.)
-  local function may_span()
-    if override_span then
-      d.override = req.override
-      return true
-    end
-    if link_down then return false, WHY["link-down"] end
-    if affinity == "span" then return true end
-    if affinity == "auto" and ev.slowdown <= pol.max_slowdown then return true end
-    if affinity == "auto" and #fitting == 0 and pol.oversize ~= "reject" then
-      if pol.oversize == "warn" then d.warning = "running anyway (OversizeAction=warn)" end
-      return true
-    end
-    return false, affinity == "pin" and "--site-affinity=pin" or slow_text()
-  end
+  -- What the steps above found out, for the steps below (functions of
+  -- the module, not closures: see above link_license): the decision, the
+  -- request, the fewest nodes `n`, `het`, the user's constraint `user` and
+  -- its analysis `ua`, --prefer (`prefer`, as merged above) and its
+  -- analysis `pa`, the sites --nodelist names (`named`), the sites that can
+  -- hold the job (`fitting`), the model's evaluation `ev`, the affinity,
+  -- whether the link is down, and whether root or SlurmUser asks to span
+  -- (`override_span`: granted even with the link down, as `xsite
+  -- calibrate` measures a link that is down, and said in the record).
+  local job = { d = d, req = req, n = n, het = het, user = user, ua = ua, prefer = prefer, pa = pa, named = named,
+    fitting = fitting, ev = ev, affinity = affinity, link_down = link_down,
+    override_span = req.override ~= nil and affinity == "span" }
 
   -- A heterogeneous job's later component: where its first one went.
   if het and (het.offset > 0 or het.site) then
     if het.site == "span" then
-      local ok_span, why_not = may_span()
+      local ok_span, why_not = may_span(job)
       if not ok_span and link_down then
-        return finish("reject", "link-down", "component " .. het.offset ..
+        return finish(d, req, "reject", "link-down", "component " .. het.offset ..
           " of a heterogeneous job that spans: " .. why_not)
       end
       d.sites, d.het = "any", "span"
-      return finish("span", "het", "the heterogeneous job's first component may span both sites")
+      return finish(d, req, "span", "het", "the heterogeneous job's first component may span both sites")
     end
     local site = het.site and cfg.site_by_name[het.site]
     if not site then
-      return finish("reject", "het", string.format("component %d of a heterogeneous job: xsite does not " ..
+      return finish(d, req, "reject", "het", string.format("component %d of a heterogeneous job: xsite does not " ..
         "know where its first component went; submit the job again", het.offset))
     end
     if target and target ~= site then
-      return finish("reject", "het", string.format("--site-affinity=%s: component %d of a heterogeneous " ..
+      return finish(d, req, "reject", "het", string.format("--site-affinity=%s: component %d of a heterogeneous " ..
         "job must run at site %s with its first component", affinity, het.offset, site.name))
     end
     for _, s in ipairs(named) do
       if s ~= site then
-        return finish("reject", "het", string.format("--nodelist names nodes at site %s: component %d " ..
+        return finish(d, req, "reject", "het", string.format("--nodelist names nodes at site %s: component %d " ..
           "of a heterogeneous job must run at site %s with its first component", s.name, het.offset, site.name))
       end
     end
-    if #within(ua.sites, { site }) == 0 then
-      return finish("reject", "het", string.format("--constraint %s allows no node of site %s, where " ..
+    if not has(ua.sites, site) then
+      return finish(d, req, "reject", "het", string.format("--constraint %s allows no node of site %s, where " ..
         "component %d of this heterogeneous job must run with its first component", quote(user), site.name,
         het.offset))
     end
     if n > #site.nodes then
-      return finish("reject", "oversize", string.format("component %d of a heterogeneous job asks for %d " ..
+      return finish(d, req, "reject", "oversize", string.format("component %d of a heterogeneous job asks for %d " ..
         "nodes; site %s, where its first component runs, has %d", het.offset, n, site.name, #site.nodes))
     end
-    return keep_at({ site }, "site", "het", string.format(WHY.het, site.name))
+    return keep_at(job, { site }, "site", "het", string.format(WHY.het, site.name))
   end
 
   -- The user named a site.
   if target then
-    if #within(ua.sites, { target }) == 0 then
-      return finish("reject", "bad-request", string.format(
+    if not has(ua.sites, target) then
+      return finish(d, req, "reject", "bad-request", string.format(
         "--site-affinity=%s conflicts with --constraint %s, which allows no node of site %s",
         affinity, quote(user), target.name))
     end
     for _, s in ipairs(named) do
       if s ~= target then
-        return finish("reject", "bad-request", string.format(
+        return finish(d, req, "reject", "bad-request", string.format(
           "--site-affinity=%s conflicts with --nodelist, which names nodes at site %s", affinity, s.name))
       end
     end
     if n > #target.nodes then
       d.sites = target.name
-      return finish("reject", "oversize", string.format(
+      return finish(d, req, "reject", "oversize", string.format(
         "--site-affinity=%s: site %s has %d nodes, the job asks for %d",
         affinity, target.name, #target.nodes, n))
     end
-    return keep_at({ target }, "site", "user-site", string.format(WHY["user-site"], target.name))
+    return keep_at(job, { target }, "site", "user-site", string.format(WHY["user-site"], target.name))
   end
 
   -- Nodes named at both sites: the job spans, or it may not run.
   if #named > 1 then
-    local ok_span, why_not = may_span()
+    local ok_span, why_not = may_span(job)
     if het then why_not = why_not or "a heterogeneous job runs at one site unless --site-affinity=span" end
     if not ok_span or (het and affinity ~= "span") then
-      return finish("reject", "nodelist", string.format(
+      return finish(d, req, "reject", "nodelist", string.format(
         "--nodelist names nodes at both sites (%s), but this job may not span: %s",
         site_names(named, " and "), why_not))
     end
     d.sites = site_names(named, "+")
     if het then d.het = "span" end
-    return finish("span", "user-nodes", string.format(WHY["user-nodes"], site_names(named, " and ")))
+    return finish(d, req, "span", "user-nodes", string.format(WHY["user-nodes"], site_names(named, " and ")))
   end
 
   -- The user's constraint (and --prefer, if given) keeps the job at one
   -- site already.
-  if kept_within(ua, ua.sites) and (not pa or kept_within(pa, ua.sites)) and affinity ~= "span" then
+  if kept_within(job, ua, ua.sites) and (not pa or kept_within(job, pa, ua.sites)) and affinity ~= "span" then
     d.sites = site_names(ua.sites)
-    return finish(#ua.sites == 1 and "site" or "pin", "user-constraint",
+    return finish(d, req, #ua.sites == 1 and "site" or "pin", "user-constraint",
       string.format(WHY["user-constraint"], site_names(ua.sites, " or ")))
   end
 
-  if most == 1 and not het and not req.pin_one_node then return finish("none", "one-node", WHY["one-node"]) end
+  if most == 1 and not het and not req.pin_one_node then
+    return finish(d, req, "none", "one-node", WHY["one-node"])
+  end
 
   if affinity == "pin" then
     if #fitting == 0 and most > 1 then
-      return finish("reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
+      return finish(d, req, "reject", "oversize", "--site-affinity=pin: " .. string.format(WHY.oversize, n))
     end
-    return pin("user-pin", WHY["user-pin"])
+    return pin(job, "user-pin", WHY["user-pin"])
   end
 
   if affinity == "span" then
-    if override_span then d.override = req.override end
-    if link_down and not override_span then
+    if job.override_span then d.override = req.override end
+    if link_down and not job.override_span then
       if #fitting == 0 then
-        return finish("reject", "link-down", "--site-affinity=span: " .. WHY["link-down"])
+        return finish(d, req, "reject", "link-down", "--site-affinity=span: " .. WHY["link-down"])
       end
-      return pin("link-down", WHY["link-down"] .. "; --site-affinity=span cannot be honoured")
+      return pin(job, "link-down", WHY["link-down"] .. "; --site-affinity=span cannot be honoured")
     end
     if ua.one_site then
-      return finish("reject", "bad-request", string.format(
+      return finish(d, req, "reject", "bad-request", string.format(
         "--site-affinity=span conflicts with --constraint %s, which keeps the job at one site", quote(user)))
     end
     local A, B = cfg.sites[1], cfg.sites[2]
@@ -579,34 +639,34 @@ function M.decide(req)
     else
       d.warning = "your --constraint cannot take xsite's split of the nodes; Slurm chooses it"
     end
-    local busy = link_busy({})
+    local busy = link_busy(job, NONE)
     if busy then
       d.warning = (d.warning and d.warning .. "; " or "") .. "the link's licenses are held by other jobs: " ..
         busy_text(busy)
     end
-    return finish("span", "user-span", WHY["user-span"] ..
+    return finish(d, req, "span", "user-span", WHY["user-span"] ..
       string.format(" (%d+%d nodes; predicted %s slower than one site)", ev.nA, ev.nB, ratio(ev.slowdown)))
   end
 
   -- auto
   if het then
     if #fitting == 0 then
-      return finish("reject", "oversize", string.format(WHY.oversize, n) .. "; " .. WHY["het-first"])
+      return finish(d, req, "reject", "oversize", string.format(WHY.oversize, n) .. "; " .. WHY["het-first"])
     end
-    return pin("het", WHY["het-first"])
+    return pin(job, "het", WHY["het-first"])
   end
   if link_down then
-    if #fitting > 0 then return pin("link-down", WHY["link-down"]) end
+    if #fitting > 0 then return pin(job, "link-down", WHY["link-down"]) end
   elseif ev.slowdown <= pol.max_slowdown then
     -- The link's licenses all held: pinned when one site is predicted to
     -- finish the job sooner (its wait against the wait for the link plus
     -- what spanning loses), else it waits for them.
-    local busy = link_busy(one_site_choices())
+    local busy = link_busy(job, one_site_choices(job))
     if busy then
       local loss = (req.time_limit or ev.t_one) * (ev.slowdown - 1)
       local text = busy_text(busy)
       if busy.site and (not busy.link or busy.site <= busy.link + loss) then
-        return pin("link-busy", string.format(WHY["link-busy"], string.format(
+        return pin(job, "link-busy", string.format(WHY["link-busy"], string.format(
           "%s; site %s has %d nodes free %s, so one site finishes sooner than spanning (%s slower)",
           text, busy.site_name, n, busy.site > 0 and "in " .. wait_text(busy.site) or "now", ratio(ev.slowdown))))
       end
@@ -621,22 +681,22 @@ function M.decide(req)
       d.req_switch = 1
       d.wait4switch = wait
     end
-    return finish("span", "within", string.format(WHY.within, ev.slowdown, pol.max_slowdown))
+    return finish(d, req, "span", "within", string.format(WHY.within, ev.slowdown, pol.max_slowdown))
   elseif #fitting > 0 then
-    return pin("slowdown", slow_text())
+    return pin(job, "slowdown", slow_text(ev, pol))
   end
 
   -- Larger than any site, and spanning costs too much (or the link is down).
   local why_text = string.format(WHY.oversize, n) .. "; " ..
-    (link_down and WHY["link-down"] or slow_text())
+    (link_down and WHY["link-down"] or slow_text(ev, pol))
   if pol.oversize == "reject" or link_down then
-    return finish("reject", "oversize", why_text)
+    return finish(d, req, "reject", "oversize", why_text)
   end
   d.sites = "any"
   if pol.oversize == "warn" then
     d.warning = "running anyway (OversizeAction=warn)"
   end
-  return finish("span", "oversize", why_text)
+  return finish(d, req, "span", "oversize", why_text)
 end
 
 --- A text summary of a decision's prediction for `xsite explain`.
