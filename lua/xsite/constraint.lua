@@ -43,33 +43,46 @@ local function k_or(a, b)
   return U
 end
 
--- Tokens: { kind, text, pos }; kind is "feat", "&", "|", "(", ")", "[", "]", "*".
+local byte, find, match, sub = string.byte, string.find, string.match, string.sub
+
+-- The one-character operators by their byte, as tokens have them (`,` is
+-- taken as `&`).
+local OPERATOR = {}
+for c in ("&|()[]"):gmatch(".") do OPERATOR[c:byte()] = c end
+OPERATOR[(","):byte()] = "&"
+local STAR = ("*"):byte()
+
+-- Tokens, as three lists (not a table a token: an expression is parsed for
+-- every job that names a site): `kind` ("feat", "&", "|", "(", ")", "[",
+-- "]", "*"), `word` (a feature's name, the count after a "*", else the
+-- operator) and `at` (the character it starts at).
+-- @return kind, word, at; or nil and a message
 local function tokenize(text)
-  local toks, i, n = {}, 1, #text
+  local kind, word, at, k, i, n = {}, {}, {}, 0, 1, #text
   while i <= n do
-    local c = text:sub(i, i)
-    if c == "&" or c == "," then
-      toks[#toks + 1] = { "&", "&", i }
+    local b = byte(text, i)
+    local op = OPERATOR[b]
+    k = k + 1
+    at[k] = i
+    if op then
+      kind[k], word[k] = op, op
       i = i + 1
-    elseif c == "|" or c == "(" or c == ")" or c == "[" or c == "]" then
-      toks[#toks + 1] = { c, c, i }
-      i = i + 1
-    elseif c == "*" then
-      local digits = text:match("^%d+", i + 1)
+    elseif b == STAR then
+      local digits = match(text, "^%d+", i + 1)
       if not digits or #digits > 9 or tonumber(digits) < 1 then
         return nil, string.format("'*' at character %d must be followed by a positive count", i)
       end
-      toks[#toks + 1] = { "*", digits, i }
+      kind[k], word[k] = "*", digits
       i = i + 1 + #digits
-    elseif c:find("%s") or c:byte() < 32 or c:byte() == 127 then
+    elseif b < 32 or b == 127 or find(text, "^%s", i) then
       return nil, string.format("unexpected blank or control character at character %d", i)
     else
-      local j = text:find("[&,|()%[%]*%s%c]", i) or n + 1
-      toks[#toks + 1] = { "feat", text:sub(i, j - 1), i }
+      local j = find(text, "[&,|()%[%]*%s%c]", i) or n + 1
+      kind[k], word[k] = "feat", sub(text, i, j - 1)
       i = j
     end
   end
-  return toks
+  return kind, word, at
 end
 
 -- Recursive descent into a tree: { op = "feat", name, count } |
@@ -78,84 +91,84 @@ end
 local Parser = {}
 Parser.__index = Parser
 
-function Parser:peek() return self.toks[self.i] end
-
-function Parser:fail(msg, tok)
-  tok = tok or self.toks[self.i]
-  error({ string.format("%s at character %d", msg, tok and tok[3] or (#self.text + 1)) }, 0)
+-- Fail at the current token (at the end: past the last character).
+function Parser:fail(msg)
+  error({ string.format("%s at character %d", msg, self.at[self.i] or (#self.text + 1)) }, 0)
 end
 
 function Parser:term()
-  local t = self:peek()
-  if not t then self:fail("a feature is missing at the end") end
+  local kind = self.kind[self.i]
+  if not kind then self:fail("a feature is missing at the end") end
   local node
-  if t[1] == "feat" then
+  if kind == "feat" then
+    node = { op = "feat", name = self.word[self.i] }
     self.i = self.i + 1
-    node = { op = "feat", name = t[2] }
-  elseif t[1] == "(" then
+  elseif kind == "(" then
     if self.paren > 0 then self:fail("nested parentheses (Slurm allows one level)") end
     self.i = self.i + 1
     self.paren = self.paren + 1
     local inner = self:expr()
-    local close = self:peek()
-    if not close or close[1] ~= ")" then self:fail("unbalanced '('") end
+    if self.kind[self.i] ~= ")" then self:fail("unbalanced '('") end
     self.i = self.i + 1
     self.paren = self.paren - 1
     node = { op = "()", expr = inner }
-  elseif t[1] == "[" then
+  elseif kind == "[" then
     if self.bracket then self:fail("more than one [...] group (Slurm allows one)") end
     if self.paren > 0 then self:fail("a [...] group inside parentheses") end
     self.bracket = true
     self.in_bracket = true
     self.i = self.i + 1
     local inner = self:expr()
-    local close = self:peek()
-    if not close or close[1] ~= "]" then self:fail("unbalanced '['") end
+    if self.kind[self.i] ~= "]" then self:fail("unbalanced '['") end
     self.i = self.i + 1
     self.in_bracket = false
     node = { op = "[]", expr = inner }
   else
-    self:fail(string.format("unexpected '%s'", t[2]))
+    self:fail(string.format("unexpected '%s'", self.word[self.i]))
   end
-  local star = self:peek()
-  if star and star[1] == "*" then
-    if node.op == "[]" then self:fail("a count after ']'", star) end
+  if self.kind[self.i] == "*" then
+    if node.op == "[]" then self:fail("a count after ']'") end
+    node.count = tonumber(self.word[self.i])
     self.i = self.i + 1
-    node.count = tonumber(star[2])
     self.counts = true
   end
   return node
 end
 
 function Parser:expr()
-  local list, ops = { self:term() }, {}
-  while true do
-    local t = self:peek()
-    if not t or (t[1] ~= "&" and t[1] ~= "|") then break end
+  local first = self:term()
+  local op = self.kind[self.i]
+  if op ~= "&" and op ~= "|" then return first end
+  local list, ops = { first }, {}
+  repeat
     self.i = self.i + 1
-    ops[#ops + 1] = t[1]
+    ops[#ops + 1] = op
     list[#list + 1] = self:term()
-  end
-  if #list == 1 then return list[1] end
+    op = self.kind[self.i]
+  until op ~= "&" and op ~= "|"
   return { op = "seq", list = list, ops = ops }
 end
 
--- Parse; returns the tree and facts about it, or nil and a message.
+-- The whole expression, which must end with the tokens (for pcall).
+local function parse_all(p)
+  local e = p:expr()
+  if p.kind[p.i] then p:fail(string.format("unexpected '%s'", p.word[p.i])) end
+  return e
+end
+
+-- Parse; returns the tree, whether it has a [...] group and whether a
+-- count (`*N`); or nil and a message.
 local function parse(text)
-  local toks, err = tokenize(text)
-  if not toks then return nil, err end
-  if #toks == 0 then return nil, "empty expression" end
-  local p = setmetatable({ toks = toks, i = 1, text = text, paren = 0 }, Parser)
-  local ok, tree = pcall(function()
-    local e = p:expr()
-    if p:peek() then p:fail(string.format("unexpected '%s'", p:peek()[2])) end
-    return e
-  end)
+  local kind, word, at = tokenize(text)
+  if not kind then return nil, word end
+  if #kind == 0 then return nil, "empty expression" end
+  local p = setmetatable({ kind = kind, word = word, at = at, i = 1, text = text, paren = 0 }, Parser)
+  local ok, tree = pcall(parse_all, p)
   if not ok then
     if type(tree) == "table" then return nil, tree[1] end
     return nil, tostring(tree)
   end
-  return tree, { bracket = p.bracket or false, counts = p.counts or false }
+  return tree, p.bracket or false, p.counts or false
 end
 
 -- The value of a tree for a node at `site` (its feature true, every other
@@ -277,16 +290,14 @@ function M.analyse(text, cfg)
   if terms >= M.MAX_TERMS then
     return nil, string.format("more than %d features with a site's among them", M.MAX_TERMS)
   end
-  local tree, facts = parse(text)
-  if not tree then return nil, facts end
+  local tree, bracket, counts = parse(text)
+  if not tree then return nil, bracket end
   local site_of = cfg.site_by_feature
-  local a = { counts = facts.counts, bracket = facts.bracket, parens = text:find("(", 1, true) ~= nil,
-    top_or = not conjunction(tree) }
-  if a.counts then
-    -- a count group applies nothing to the other nodes: every site is open
-    a.sites, a.one_site = cfg.sites, false
-    return a
-  end
+  -- (every site open and none kept to start with: with a count group, it
+  -- stays so, as a count group applies nothing to the other nodes)
+  local a = { sites = cfg.sites, one_site = false, counts = counts, bracket = bracket,
+    parens = text:find("(", 1, true) ~= nil, top_or = not conjunction(tree) }
+  if counts then return a end
   a.sites = possible(tree, cfg, site_of)
   a.one_site = #a.sites == 1
   if not a.one_site and not a.top_or then
