@@ -34,6 +34,10 @@ M.MAX_MATCHES = 5000
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
 
+local byte, find, match, sub = string.byte, string.find, string.match, string.sub
+local floor, math_max = math.floor, math.max
+local OPEN, CLOSE, ZERO = ("["):byte(), ("]"):byte(), ("0"):byte()
+
 -- Parse the inside of one bracket group ("001-003,7") into a list of
 -- { lo, hi, width } ranges.
 local function parse_ranges(inner, expr)
@@ -41,10 +45,17 @@ local function parse_ranges(inner, expr)
   if inner == "" then
     return nil, string.format("empty brackets in '%s'", expr)
   end
-  for item in (inner .. ","):gmatch("([^,]*),") do
-    local lo, hi = item:match("^(%d+)%-(%d+)$")
+  -- each item up to a comma (an empty one too), with string searches: a
+  -- user's --nodelist is read here for every job that has one
+  local pos, n = 1, #inner
+  while pos <= n + 1 do
+    local comma = find(inner, ",", pos, true)
+    local last = comma and comma - 1 or n
+    local item = sub(inner, pos, last)
+    pos = last + 2
+    local lo, hi = match(item, "^(%d+)%-(%d+)$")
     if not lo then
-      lo = item:match("^(%d+)$")
+      lo = match(item, "^(%d+)$")
       hi = lo
     end
     if not lo then
@@ -57,7 +68,7 @@ local function parse_ranges(inner, expr)
     if a > b then
       return nil, string.format("range '%s' runs backwards in '%s'", item, expr)
     end
-    local width = (#lo > 1 and lo:sub(1, 1) == "0") and #lo or 0
+    local width = (#lo > 1 and byte(lo) == ZERO) and #lo or 0
     ranges[#ranges + 1] = { a, b, width }
   end
   return ranges
@@ -70,20 +81,20 @@ local function parse_host(expr, no_limit)
   local pos = 1
   local count = 1
   while pos <= #expr do
-    local open = expr:find("[%[%]]", pos)
+    local open = find(expr, "[%[%]]", pos)
     if not open then
-      parts[#parts + 1] = expr:sub(pos)
+      parts[#parts + 1] = sub(expr, pos)
       break
     end
-    if expr:sub(open, open) == "]" then
+    if byte(expr, open) == CLOSE then
       return nil, string.format("unmatched ']' in '%s'", expr)
     end
-    parts[#parts + 1] = expr:sub(pos, open - 1)
-    local close = expr:find("[%[%]]", open + 1)
-    if not close or expr:sub(close, close) ~= "]" then
+    parts[#parts + 1] = sub(expr, pos, open - 1)
+    local close = find(expr, "[%[%]]", open + 1)
+    if not close or byte(expr, close) ~= CLOSE then
       return nil, string.format("unclosed '[' in '%s'", expr)
     end
-    local ranges, err = parse_ranges(expr:sub(open + 1, close - 1), expr)
+    local ranges, err = parse_ranges(sub(expr, open + 1, close - 1), expr)
     if not ranges then return nil, err end
     local n = 0
     for _, r in ipairs(ranges) do n = n + r[2] - r[1] + 1 end
@@ -129,20 +140,20 @@ end
 local function split_top(list)
   local items, depth, start, pos = {}, 0, 1, 1
   while true do
-    local i = list:find("[%[%],]", pos)
+    local i = find(list, "[%[%],]", pos)
     if not i then break end
-    local c = list:sub(i, i)
-    if c == "[" then
+    local c = byte(list, i)
+    if c == OPEN then
       depth = depth + 1
-    elseif c == "]" then
+    elseif c == CLOSE then
       depth = depth - 1
     elseif depth == 0 then
-      items[#items + 1] = list:sub(start, i - 1)
+      items[#items + 1] = sub(list, start, i - 1)
       start = i + 1
     end
     pos = i + 1
   end
-  items[#items + 1] = list:sub(start)
+  items[#items + 1] = sub(list, start)
   return items
 end
 
@@ -353,7 +364,7 @@ end
 local function below(nums, v)
   local lo, hi = 1, #nums + 1
   while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
+    local mid = floor((lo + hi) / 2)
     if nums[mid] < v then lo = mid + 1 else hi = mid end
   end
   return lo - 1
@@ -366,9 +377,10 @@ end
 local function count_in(by_len, ranges)
   local n = 0
   for len, nums in pairs(by_len) do
-    for _, r in ipairs(ranges) do
+    for k = 1, #ranges do
+      local r = ranges[k]
       local lo, hi = r[1], r[2]
-      if len > r[3] and len > 1 then lo = math.max(lo, 10 ^ (len - 1)) end
+      if len > r[3] and len > 1 then lo = math_max(lo, 10 ^ (len - 1)) end
       if len >= r[3] and lo <= hi then n = n + below(nums, hi + 1) - below(nums, lo) end
     end
   end
@@ -394,8 +406,8 @@ local function tally(cfg, items, first)
   local budget = M.MAX_MATCHES
   for _, parts in ipairs(items) do
     local groups = 0
-    for _, p in ipairs(parts) do
-      if type(p) == "table" then groups = groups + 1 end
+    for k = 1, #parts do
+      if type(parts[k]) == "table" then groups = groups + 1 end
     end
     if groups == 0 then
       local s = cfg.site_of_node[table.concat(parts)]
