@@ -248,31 +248,29 @@ end
 -- users' to invent, so the bound is on the whole, not per profile.
 M.EVAL_CACHE_MAX = 1024
 
--- Evaluations already made, by profile, link and node count (weak keys: a
--- reloaded configuration brings new profile tables and the old ones go).
-local eval_cache, eval_cached = setmetatable({}, { __mode = "k" }), 0
+-- Evaluations already made: by profile (weak keys: a reloaded
+-- configuration brings new profile tables and the old ones go), those of
+-- the configuration and link it was last evaluated with, by node count.
+-- One table a profile, as a new explicit profile comes with every job of
+-- some users (a link changes only when its state file does).
+local WEAK_KEYS = { __mode = "k" }
+local eval_cache, eval_cached = setmetatable({}, WEAK_KEYS), 0
 
 --- `evaluate`, remembered: the policy sees the same few job shapes again and
 -- again.  Profiles and links must not change once evaluated (those of
 -- xsite.config and xsite.profile never do).  At most `EVAL_CACHE_MAX`
 -- evaluations are kept.
 function M.evaluate_cached(cfg, profile, n, link)
-  local by_link = eval_cache[profile]
-  local by_n = by_link and by_link[link]
-  local r = by_n and by_n.cfg == cfg and by_n[n]
+  local by_n = eval_cache[profile]
+  local r = by_n and by_n.cfg == cfg and by_n.link == link and by_n[n]
   if r then return r end
   if eval_cached >= M.EVAL_CACHE_MAX then
-    eval_cache, eval_cached = setmetatable({}, { __mode = "k" }), 0
-    by_link = nil
+    eval_cache, eval_cached = setmetatable({}, WEAK_KEYS), 0
+    by_n = nil
   end
-  if not by_link then
-    by_link = setmetatable({}, { __mode = "k" })
-    eval_cache[profile] = by_link
-  end
-  by_n = by_link[link]
-  if not by_n or by_n.cfg ~= cfg then
-    by_n = { cfg = cfg }
-    by_link[link] = by_n
+  if not by_n or by_n.cfg ~= cfg or by_n.link ~= link then
+    by_n = { cfg = cfg, link = link }
+    eval_cache[profile] = by_n
   end
   r = M.evaluate(cfg, profile, n, link)
   by_n[n] = r
@@ -308,7 +306,10 @@ function M.evaluate(cfg, profile, n, link)
     share = t_span > 0 and crossing / 2 / t_span / ((link.channels or 1) * link.bandwidth) or 0
   end
   local biggest = max(#cfg.sites[1].nodes, #cfg.sites[2].nodes)
-  local t_fit = n <= biggest and t_one or M.t_one(cfg, profile, biggest)
+  -- (M.t_one's time, without the parts it also makes; an explicit
+  -- profile's totals are the same at any node count)
+  local t_fit = n <= biggest and t_one or
+    one_site(cfg, profile.template and M.app(profile, biggest) or app, biggest)
   return {
     n = n, nA = nA, nB = nB,
     t_one = t_one, t_span = t_span,
