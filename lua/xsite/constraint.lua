@@ -86,73 +86,78 @@ local function tokenize(text)
 end
 
 -- Recursive descent into a tree: { op = "feat", name, count } |
--- { op = "&"|"|", list = {...} (operands in order), ops = {...} (operators between) } |
--- { op = "()", expr, count } | { op = "[]", expr }.
-local Parser = {}
-Parser.__index = Parser
+-- { op = "seq", list = {...} (operands in order), ops = {...} (operators
+-- between, "&" or "|") } | { op = "()", expr, count } | { op = "[]", expr }.
+-- The parser's state `p`: the tokens (`kind`, `word`, `at`), the next one
+-- `i`, the text, the depth of parentheses `paren`, and what it has met
+-- (`bracket`, `counts`).  Local functions, not methods: they run for every
+-- job that names a site.
 
 -- Fail at the current token (at the end: past the last character).
-function Parser:fail(msg)
-  error({ string.format("%s at character %d", msg, self.at[self.i] or (#self.text + 1)) }, 0)
+local function fail(p, msg)
+  error({ string.format("%s at character %d", msg, p.at[p.i] or (#p.text + 1)) }, 0)
 end
 
-function Parser:term()
-  local kind = self.kind[self.i]
-  if not kind then self:fail("a feature is missing at the end") end
+local expr
+
+local function term(p)
+  local kind, i = p.kind, p.i
+  local k = kind[i]
+  if not k then fail(p, "a feature is missing at the end") end
   local node
-  if kind == "feat" then
-    node = { op = "feat", name = self.word[self.i] }
-    self.i = self.i + 1
-  elseif kind == "(" then
-    if self.paren > 0 then self:fail("nested parentheses (Slurm allows one level)") end
-    self.i = self.i + 1
-    self.paren = self.paren + 1
-    local inner = self:expr()
-    if self.kind[self.i] ~= ")" then self:fail("unbalanced '('") end
-    self.i = self.i + 1
-    self.paren = self.paren - 1
+  if k == "feat" then
+    node = { op = "feat", name = p.word[i] }
+    p.i = i + 1
+  elseif k == "(" then
+    if p.paren > 0 then fail(p, "nested parentheses (Slurm allows one level)") end
+    p.i = i + 1
+    p.paren = p.paren + 1
+    local inner = expr(p)
+    if kind[p.i] ~= ")" then fail(p, "unbalanced '('") end
+    p.i = p.i + 1
+    p.paren = p.paren - 1
     node = { op = "()", expr = inner }
-  elseif kind == "[" then
-    if self.bracket then self:fail("more than one [...] group (Slurm allows one)") end
-    if self.paren > 0 then self:fail("a [...] group inside parentheses") end
-    self.bracket = true
-    self.in_bracket = true
-    self.i = self.i + 1
-    local inner = self:expr()
-    if self.kind[self.i] ~= "]" then self:fail("unbalanced '['") end
-    self.i = self.i + 1
-    self.in_bracket = false
+  elseif k == "[" then
+    if p.bracket then fail(p, "more than one [...] group (Slurm allows one)") end
+    if p.paren > 0 then fail(p, "a [...] group inside parentheses") end
+    p.bracket = true
+    p.i = i + 1
+    local inner = expr(p)
+    if kind[p.i] ~= "]" then fail(p, "unbalanced '['") end
+    p.i = p.i + 1
     node = { op = "[]", expr = inner }
   else
-    self:fail(string.format("unexpected '%s'", self.word[self.i]))
+    fail(p, string.format("unexpected '%s'", p.word[i]))
   end
-  if self.kind[self.i] == "*" then
-    if node.op == "[]" then self:fail("a count after ']'") end
-    node.count = tonumber(self.word[self.i])
-    self.i = self.i + 1
-    self.counts = true
+  if kind[p.i] == "*" then
+    if node.op == "[]" then fail(p, "a count after ']'") end
+    node.count = tonumber(p.word[p.i])
+    p.i = p.i + 1
+    p.counts = true
   end
   return node
 end
 
-function Parser:expr()
-  local first = self:term()
-  local op = self.kind[self.i]
+function expr(p)
+  local first = term(p)
+  local kind = p.kind
+  local op = kind[p.i]
   if op ~= "&" and op ~= "|" then return first end
-  local list, ops = { first }, {}
+  local list, ops, n = { first }, {}, 1
   repeat
-    self.i = self.i + 1
-    ops[#ops + 1] = op
-    list[#list + 1] = self:term()
-    op = self.kind[self.i]
+    p.i = p.i + 1
+    ops[n] = op
+    n = n + 1
+    list[n] = term(p)
+    op = kind[p.i]
   until op ~= "&" and op ~= "|"
   return { op = "seq", list = list, ops = ops }
 end
 
 -- The whole expression, which must end with the tokens (for pcall).
 local function parse_all(p)
-  local e = p:expr()
-  if p.kind[p.i] then p:fail(string.format("unexpected '%s'", p.word[p.i])) end
+  local e = expr(p)
+  if p.kind[p.i] then fail(p, string.format("unexpected '%s'", p.word[p.i])) end
   return e
 end
 
@@ -162,13 +167,13 @@ local function parse(text)
   local kind, word, at = tokenize(text)
   if not kind then return nil, word end
   if #kind == 0 then return nil, "empty expression" end
-  local p = setmetatable({ kind = kind, word = word, at = at, i = 1, text = text, paren = 0 }, Parser)
+  local p = { kind = kind, word = word, at = at, i = 1, text = text, paren = 0, bracket = false, counts = false }
   local ok, tree = pcall(parse_all, p)
   if not ok then
     if type(tree) == "table" then return nil, tree[1] end
     return nil, tostring(tree)
   end
-  return tree, p.bracket or false, p.counts or false
+  return tree, p.bracket, p.counts
 end
 
 -- The value of a tree for a node at `site` (its feature true, every other
@@ -182,19 +187,20 @@ local function value(node, site_of, site, prec)
   elseif op == "()" or op == "[]" then
     return value(node.expr, site_of, site, prec)
   end
+  local list, ops = node.list, node.ops
   if not prec then
-    local v = value(node.list[1], site_of, site, prec)
-    for i, o in ipairs(node.ops) do
-      local w = value(node.list[i + 1], site_of, site, prec)
-      if o == "&" then v = k_and(v, w) else v = k_or(v, w) end
+    local v = value(list[1], site_of, site, prec)
+    for i = 1, #ops do
+      local w = value(list[i + 1], site_of, site, prec)
+      if ops[i] == "&" then v = k_and(v, w) else v = k_or(v, w) end
     end
     return v
   end
   -- & binds tighter: an OR of AND runs
-  local result, run = false, value(node.list[1], site_of, site, prec)
-  for i, o in ipairs(node.ops) do
-    local w = value(node.list[i + 1], site_of, site, prec)
-    if o == "&" then
+  local result, run = false, value(list[1], site_of, site, prec)
+  for i = 1, #ops do
+    local w = value(list[i + 1], site_of, site, prec)
+    if ops[i] == "&" then
       run = k_and(run, w)
     else
       result, run = k_or(result, run), w
