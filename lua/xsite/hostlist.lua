@@ -81,23 +81,25 @@ local function parse_host(expr, no_limit)
   local pos = 1
   local count = 1
   while pos <= #expr do
-    local open = find(expr, "[%[%]]", pos)
-    if not open then
-      parts[#parts + 1] = sub(expr, pos)
-      break
-    end
-    if byte(expr, open) == CLOSE then
-      return nil, string.format("unmatched ']' in '%s'", expr)
-    end
-    parts[#parts + 1] = sub(expr, pos, open - 1)
-    local close = find(expr, "[%[%]]", open + 1)
-    if not close or byte(expr, close) ~= CLOSE then
+    -- the literal part and the bracket group after it, in one search
+    local literal, inner, after = match(expr, "^([^%[%]]*)%[([^%[%]]*)%]()", pos)
+    if not literal then
+      -- no group left, or a bracket out of place
+      local open = find(expr, "[%[%]]", pos)
+      if not open then
+        parts[#parts + 1] = sub(expr, pos)
+        break
+      end
+      if byte(expr, open) == CLOSE then
+        return nil, string.format("unmatched ']' in '%s'", expr)
+      end
       return nil, string.format("unclosed '[' in '%s'", expr)
     end
-    local ranges, err = parse_ranges(sub(expr, open + 1, close - 1), expr)
+    parts[#parts + 1] = literal
+    local ranges, err = parse_ranges(inner, expr)
     if not ranges then return nil, err end
     local n = 0
-    for _, r in ipairs(ranges) do n = n + r[2] - r[1] + 1 end
+    for k = 1, #ranges do n = n + ranges[k][2] - ranges[k][1] + 1 end
     -- (compared before it is multiplied: Lua 5.3's integers would wrap)
     local limit = no_limit and M.MAX_COUNT or M.MAX_HOSTS
     if count > limit / n then
@@ -108,10 +110,11 @@ local function parse_host(expr, no_limit)
     if #parts > 2 * M.MAX_GROUPS then
       return nil, string.format("more than %d bracket groups in '%s'", M.MAX_GROUPS, expr:sub(1, 60))
     end
-    pos = close + 1
+    pos = after
   end
-  for _, p in ipairs(parts) do
-    if type(p) == "string" and not p:find(NAME_CHARS) then
+  for k = 1, #parts do
+    local p = parts[k]
+    if type(p) == "string" and not find(p, NAME_CHARS) then
       return nil, string.format("invalid character in host name '%s'", expr)
     end
   end
@@ -325,15 +328,17 @@ end
 
 -- The index of a configuration's nodes: per site, "prefix\0suffix" of each
 -- name (split at its last number) to its numbers by the length of their
--- digits, each list sorted; and per site, the names by their leading
--- letters (up to the first digit).
+-- digits, each list sorted; per site, the names by their leading letters
+-- (up to the first digit); and each site's place in the configuration's
+-- order (`at`).
 local indexes = setmetatable({}, { __mode = "k" })
 
 local function index_of(cfg)
   local idx = indexes[cfg]
   if idx then return idx end
-  idx = { by_lead = {} }
+  idx = { by_lead = {}, at = {} }
   for si, site in ipairs(cfg.sites) do
+    idx.at[site] = si
     local by_key, by_lead = {}, {}
     for _, name in ipairs(site.nodes) do
       local lead = name:match("^(%D+)%d")
@@ -390,10 +395,13 @@ end
 -- Per-site counts at 0 (the configuration's order), and each site's place
 -- in it.
 local function zero_counts(cfg)
-  local counts, at = {}, {}
-  for si, site in ipairs(cfg.sites) do counts[si], at[site] = 0, si end
-  return counts, at
+  local counts = {}
+  for si = 1, #cfg.sites do counts[si] = 0 end
+  return counts, index_of(cfg).at
 end
+
+-- No names (what a site has that start with letters no node's do).
+local NO_NAMES = {}
 
 -- Per site (the configuration's order), how many of the names of parsed
 -- items are its nodes; with `first`, counting at one site stops at its
@@ -404,7 +412,8 @@ local function tally(cfg, items, first)
   local idx = index_of(cfg)
   local counts, at = zero_counts(cfg)
   local budget = M.MAX_MATCHES
-  for _, parts in ipairs(items) do
+  for i = 1, #items do
+    local parts = items[i]
     local groups = 0
     for k = 1, #parts do
       if type(parts[k]) == "table" then groups = groups + 1 end
@@ -426,7 +435,7 @@ local function tally(cfg, items, first)
       local lead = type(parts[1]) == "string" and parts[1]:match("^%D+") or nil
       for si, site in ipairs(cfg.sites) do
         if not (first and counts[si] > 0) then
-          local candidates = lead and (idx.by_lead[si][lead] or {}) or site.nodes
+          local candidates = lead and (idx.by_lead[si][lead] or NO_NAMES) or site.nodes
           budget = budget - #candidates
           if budget < 0 then
             return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
