@@ -11,6 +11,8 @@ local config = require("xsite.config")
 
 local M = {}
 
+local find, match, sub = string.find, string.match, string.sub
+
 -- Keys of an explicit spec: field, kind of quantity, required.
 local EXPLICIT = {
   op = { "ops", "count", true },
@@ -33,8 +35,15 @@ function M.parse_explicit(spec)
     return nil, "empty profile"
   end
   local prof = { name = spec, kind = "explicit" }
-  for item in (spec .. ","):gmatch("([^,]*),") do
-    local key, value = item:match("^%s*([%a_]+)%s*=%s*(.*)$")
+  -- each item up to a comma (an empty one too), found with plain searches:
+  -- a new explicit profile is parsed under slurmctld's locks
+  local pos, n = 1, #spec
+  while pos <= n + 1 do
+    local comma = find(spec, ",", pos, true)
+    local last = comma and comma - 1 or n
+    local item = sub(spec, pos, last)
+    pos = last + 2
+    local key, value = match(item, "^%s*([%a_]+)%s*=%s*(.*)$")
     if not key then
       return nil, string.format("'%s' is not key=value", item)
     end
