@@ -195,16 +195,9 @@ function M.node_count(job_desc, cfg, floor)
   return math.max(n, floor or 1)
 end
 
---- The most nodes a job can get: max_nodes (the top of `-N1-8`, or `-N`
--- itself: sbatch sends `-N2` as 2-2); else as many as it may have tasks
--- (one a node: without max_nodes Slurm may spread them whatever min_nodes
--- says, and with `-n` it takes `--ntasks-per-node` as the most tasks a
--- node, not the fewest: `-n2 --ntasks-per-node=2 --spread-job` runs on two
--- nodes), CPUs without a task count (min_cpus over --cpus-per-task), or
--- units of a GRES asked for the whole job (`--gpus=8` may take eight
--- nodes).  Never fewer than `node_count` (`floor` as there).
-function M.most_nodes(job_desc, cfg, floor)
-  local n = M.node_count(job_desc, cfg, floor)
+-- most_nodes, for a job of `n` nodes (node_count's answer: the policy
+-- reads it too, and works it out once).
+local function most_of(job_desc, n)
   local top = count(job_desc, "max_nodes")
   if top then return math.max(n, top) end
   local most = n
@@ -216,6 +209,18 @@ function M.most_nodes(job_desc, cfg, floor)
     if cpus then most = math.max(most, math.ceil(cpus / (count(job_desc, "cpus_per_task") or 1))) end
   end
   return math.max(most, M.gres_units(job_desc.tres_per_job) or 0)
+end
+
+--- The most nodes a job can get: max_nodes (the top of `-N1-8`, or `-N`
+-- itself: sbatch sends `-N2` as 2-2); else as many as it may have tasks
+-- (one a node: without max_nodes Slurm may spread them whatever min_nodes
+-- says, and with `-n` it takes `--ntasks-per-node` as the most tasks a
+-- node, not the fewest: `-n2 --ntasks-per-node=2 --spread-job` runs on two
+-- nodes), CPUs without a task count (min_cpus over --cpus-per-task), or
+-- units of a GRES asked for the whole job (`--gpus=8` may take eight
+-- nodes).  Never fewer than `node_count` (`floor` as there).
+function M.most_nodes(job_desc, cfg, floor)
+  return most_of(job_desc, M.node_count(job_desc, cfg, floor))
 end
 
 local function read_small(path, cap)
@@ -405,10 +410,11 @@ local function decide(job_desc, slurm, flags, extra)
 
   local tl = job_desc.time_limit
   local sc = M.slurm_conf()
+  local nodes = M.node_count(job_desc, cfg, extra.floor)
   local d = policy.decide({
     cfg = cfg,
-    nodes = M.node_count(job_desc, cfg, extra.floor),
-    max_nodes = M.most_nodes(job_desc, cfg, extra.floor),
+    nodes = nodes,
+    max_nodes = most_of(job_desc, nodes),
     affinity = flags.affinity,
     profile = flags.profile,
     features = extra.features,
