@@ -74,7 +74,9 @@ local function tokenize(text)
       end
       kind[k], word[k] = "*", digits
       i = i + 1 + #digits
-    elseif b < 32 or b == 127 or find(text, "^%s", i) then
+    elseif b < 32 or b == 127 or find(text, "^[%s%c]", i) then
+      -- (%s and %c are the locale's: a byte above 127 may be either, and
+      -- the search below must never stop where the feature starts)
       return nil, string.format("unexpected blank or control character at character %d", i)
     else
       local j = find(text, "[&,|()%[%]*%s%c]", i) or n + 1
