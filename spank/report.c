@@ -1154,27 +1154,31 @@ static int deep_name(char *name, size_t len, uid_t owner)
 }
 
 /*
- * The owner of spool/name, due for removal: the uid of its stamp (a job
- * directory, one moved aside, a new one), or of its .stale.deep.UID.X name;
- * root's when it has neither (nothing in it is another user's), and
- * (uid_t)-1 for a .stale.deep.X of an xsite before the uid was in the name.
+ * The owner of spool/name, due for removal: the uid of its .stale.deep.UID.X
+ * name, or of its stamp (a job directory, one moved aside, a new one, or a
+ * .stale.deep.X of an xsite before the uid was in the name that holds a
+ * whole job directory); root's when it has neither (nothing in it is
+ * another user's), and (uid_t)-1 for a .stale.deep.X without a stamp (a
+ * directory an older xsite moved up: any owner, as it removed them).
  */
 static uid_t tree_owner(int spool, const char *name)
 {
-	const char *p = name + strlen(STALE "deep.");
+	int deep = strncmp(name, STALE "deep.", strlen(STALE "deep.")) == 0, fd;
+	uid_t uid = deep ? (uid_t)-1 : 0;
 	struct stamp s;
-	uid_t uid = 0;
-	int fd;
 
-	if (strncmp(name, STALE "deep.", strlen(STALE "deep.")) == 0) {
+	if (deep) {
+		const char *p = name + strlen(STALE "deep.");
 		char *end;
 		unsigned long v;
 
-		if (*p < '0' || *p > '9')
-			return (uid_t)-1;
-		v = strtoul(p, &end, 10);
-		return *end == '.' && v < (unsigned long)(uid_t)-1 ? (uid_t)v : (uid_t)-1;
+		if (*p >= '0' && *p <= '9') {
+			v = strtoul(p, &end, 10);
+			if (*end == '.' && v < (unsigned long)(uid_t)-1)
+				return (uid_t)v;
+		}
 	}
+	/* a job directory, or one an older xsite moved aside whole: its stamp */
 	fd = openat(spool, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		if (read_stamp(fd, &s) == 0)

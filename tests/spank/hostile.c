@@ -997,6 +997,17 @@ static void test_prune_foreign(void)
 	free(err);
 	err = NULL;
 	age(path_of("prune-foreign/700"), keep + day);
+	/* a job's directory an older xsite moved aside (no uid in the name): its stamp says whose */
+	prepare(702, owner, &err);
+	free(err);
+	err = NULL;
+	run("cd %s/prune-foreign/702/mpi && mkdir legacy && touch legacy/theirs && chown -R %u legacy && "
+	    "chmod 1777 legacy", tmpdir, (unsigned)other);
+	xsite_report_job_end(reports, 702, owner, &err);
+	free(err);
+	err = NULL;
+	if (rename(path_of("prune-foreign/702"), path_of("prune-foreign/.stale.deep.Olderxsite")) < 0)
+		perror("rename");
 	for (calls = 0; calls < 20; calls++) {
 		rc = xsite_report_prune(reports, keep, time(NULL), &done, &err);
 		if (rc < 0) {
@@ -1014,12 +1025,12 @@ static void test_prune_foreign(void)
 	close(ready[0]);
 	close(start[1]);
 	ok(rc == 0 && kept > 0 &&
-	   run("test $(find %s/prune-foreign -name theirs -uid %u | wc -l) = 2 && "
-	       "test $(find %s/prune-foreign -type d -uid %u -perm -1777 | wc -l) = 2 && "
+	   run("test $(find %s/prune-foreign -name theirs -uid %u | wc -l) = 3 && "
+	       "test $(find %s/prune-foreign -type d -uid %u -perm -1777 | wc -l) = 3 && "
 	       "test -z \"$(find %s/prune-foreign -name f -o -name late)\"",
 	       tmpdir, (unsigned)other, tmpdir, (unsigned)other, tmpdir) == 0,
-	   "another user's directory in a job's tree stays, theirs and whole, at any depth; the owner's files go "
-	   "(%u kept in %d calls)", kept, calls);
+	   "another user's directory in a job's tree stays, theirs and whole, at any depth, also in a tree an "
+	   "older xsite moved aside; the owner's files go (%u kept in %d calls)", kept, calls);
 	ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 &&
 	   run("test \"$(stat -c '%%u %%a' %s/prune-foreign/.kept.%u.*/mpi/mine)\" = '0 700'", tmpdir,
 	       (unsigned)owner) == 0,
@@ -1029,8 +1040,9 @@ static void test_prune_foreign(void)
 	free(err);
 	err = NULL;
 	ok(rc == 0 && done.kept == 0 && done.files == 0 &&
-	   run("test $(ls -d %s/prune-foreign/.kept.%u.* | wc -l) = 2", tmpdir, (unsigned)owner) == 0,
-	   "what is left goes aside as .kept.UID.X (the job's tree, the one moved up) and is not walked again (%u kept, %u removed)", done.kept,
+	   run("test $(ls -d %s/prune-foreign/.kept.%u.* | wc -l) = 3", tmpdir, (unsigned)owner) == 0,
+	   "what is left goes aside as .kept.UID.X (the job trees, the one moved up) and is not walked again "
+	   "(%u kept, %u removed)", done.kept,
 	   done.files);
 	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
 }
