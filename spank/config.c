@@ -33,7 +33,9 @@ char *xsite_fmt(const char *format, ...)
 
 /*
  * The length of the well-formed UTF-8 character at s that is not a C1
- * control character (U+0080-U+009F), else 0 (as xsite.text reads it).
+ * control character (U+0080-U+009F), a line or paragraph separator
+ * (U+2028, U+2029) or a bidirectional override or isolate (U+202A-U+202E,
+ * U+2066-U+2069), else 0 (as xsite.text reads it).
  */
 static size_t utf8_len(const unsigned char *s)
 {
@@ -55,6 +57,8 @@ static size_t utf8_len(const unsigned char *s)
 		if (s[k] < 0x80 || s[k] > 0xbf)
 			return 0;
 	}
+	if (b == 0xe2 && ((c == 0x80 && s[2] >= 0xa8 && s[2] <= 0xae) || (c == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+		return 0;
 	return len;
 }
 

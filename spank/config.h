@@ -50,7 +50,8 @@ char *xsite_vfmt(const char *format, va_list ap) __attribute__((format(printf, 1
 /* How xsite_printable renders a text. */
 enum xsite_print {
 	XSITE_PRINT_ASCII,	/* every byte that is not printable ASCII as \xHH */
-	XSITE_PRINT_LINE,	/* well-formed UTF-8 kept (but C1 controls), a newline as "; " */
+	XSITE_PRINT_LINE,	/* well-formed UTF-8 kept, but C1 controls, line separators and
+				 * bidirectional controls; a newline as "; " */
 };
 
 /*

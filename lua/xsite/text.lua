@@ -16,13 +16,20 @@ end
 M.NOTE_MAX = 120
 
 -- The length of the well-formed UTF-8 character at byte j of s that is not a
--- control character (C1, U+0080-U+009F), else nil.
+-- control character (C1, U+0080-U+009F), a line or paragraph separator
+-- (U+2028, U+2029: a new line to some viewers) or a bidirectional override
+-- or isolate (U+202A-U+202E, U+2066-U+2069: they reorder the rest of a log
+-- line), else nil.
 local function utf8_len(s, j)
   local b, c = s:byte(j), s:byte(j + 1) or 0
   local len = (b >= 0xC2 and b <= 0xDF and 2) or (b >= 0xE0 and b <= 0xEF and 3) or (b >= 0xF0 and b <= 0xF4 and 4)
   if not len or (b == 0xC2 and c < 0xA0) or (b == 0xE0 and c < 0xA0) or (b == 0xED and c >= 0xA0)
     or (b == 0xF0 and c < 0x90) or (b == 0xF4 and c >= 0x90) then
     return nil
+  end
+  if b == 0xE2 then
+    local d = s:byte(j + 2) or 0
+    if (c == 0x80 and d >= 0xA8 and d <= 0xAE) or (c == 0x81 and d >= 0xA6 and d <= 0xA9) then return nil end
   end
   for k = j + 1, j + len - 1 do
     local x = s:byte(k)
@@ -32,8 +39,8 @@ local function utf8_len(s, j)
 end
 
 --- Any value as text that is safe in a log line, a terminal or an SVG: no
--- control characters (C0, DEL and C1), no byte that is not well-formed UTF-8
--- (each such byte as \xHH), at most max bytes of the value (default
+-- control characters (C0, DEL and C1), line separators or bidirectional
+-- controls, no byte that is not well-formed UTF-8 (each such byte as \xHH), at most max bytes of the value (default
 -- M.NOTE_MAX) and "..." when cut.  A backslash stays as it is, so that text
 -- made printable once (a note in a record) does not change the second time.
 function M.printable(v, max)

@@ -230,6 +230,10 @@ describe("xsite.report", function()
     assert.are.equal("caf\195\169", printable("caf\195\169"))
     assert.are.equal("\\xc2\\x9b", printable("\194\155"))
     assert.are.equal("\\xed\\xa0\\x80", printable("\237\160\128"))
+    -- U+2028 (a new line to some viewers), U+202E and U+2066 (they reorder
+    -- what follows); U+2014 stays
+    assert.are.equal("a\\xe2\\x80\\xa8b\\xe2\\x80\\xaec\\xe2\\x81\\xa6d\226\128\148",
+      printable("a\226\128\168b\226\128\174c\226\129\166d\226\128\148"))
     assert.are.equal("\\xff", printable("\255"))
     assert.are.equal("a\\b", printable("a\\b"))
     assert.are.equal("a\\x1b", printable(printable("a\27")))

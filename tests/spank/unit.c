@@ -135,6 +135,9 @@ static void test_printable(void)
 	ok(renders(text, 64, XSITE_PRINT_LINE,
 		   "caf\xc3\xa9; \\x1b[2J\\xc2\\x85\\xed\\xa0\\x80\\xff\\x"),
 	   "printable: a line keeps well-formed UTF-8, escapes C0, C1, surrogates and stray bytes, joins lines");
+	ok(renders("a\xe2\x80\xa8" "b\xe2\x80\xae" "c\xe2\x81\xa6" "d\xe2\x80\x94", 64, XSITE_PRINT_LINE,
+		   "a\\xe2\\x80\\xa8b\\xe2\\x80\\xaec\\xe2\\x81\\xa6d\xe2\x80\x94"),
+	   "printable: a line escapes U+2028 and the bidirectional controls, keeps other punctuation (U+2014)");
 	ok(renders("ab\xc3\xa9", 3, XSITE_PRINT_LINE, "ab\\xc3..."),
 	   "printable: a character cut at the limit is escaped, and the cut is shown");
 	ok(renders("abc", 3, XSITE_PRINT_ASCII, "abc") && renders(NULL, 3, XSITE_PRINT_ASCII, "(null)"),
