@@ -93,8 +93,8 @@ function M.stale(rec, reason, prefer, features, down, cfg)
   -- its preference: keeps=prefer), and no longer kept there: changed by
   -- its owner while another mode was in force (what an owner changes cannot
   -- touch the record), or by a path xsite did not see.  Decided again, its
-  -- Features and Prefer are set anew from the record, or, when the
-  -- constraint its owner gave cannot take a site, it is held.
+  -- Features and Prefer are set anew from the record, or, when it can no
+  -- longer be kept at one site, it is held (the request says "unkept").
   if rec.mode == "enforce" and not kept and
       (rec.action == "pin" or rec.action == "site" or one_site(features, cfg)) then
     return true, "unkept"
