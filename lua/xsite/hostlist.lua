@@ -8,10 +8,11 @@
 --
 -- Code that runs as root on a user's hostlist (`--nodelist` in slurmctld,
 -- a job's node list in slurmstepd) never expands it: `count` adds up its
--- ranges, `sites` finds the sites it names and `site_counts` how many of
--- its names each site has, from an index of the configured nodes, with
--- work bounded by the length of the expression (at most `MAX_LENGTH`,
--- `MAX_NODELIST` for `site_counts`) and the cluster's size.
+-- ranges, `sites` finds the sites it names and how many nodes of each (each
+-- node once), `site_counts` how many of its names each site has, from an
+-- index of the configured nodes, with work bounded by the length of the
+-- expression (at most `MAX_LENGTH`, `MAX_NODELIST` for `site_counts`) and
+-- the cluster's size.
 -- @module xsite.hostlist
 
 local M = {}
@@ -34,7 +35,7 @@ M.MAX_MATCHES = 5000
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
 
-local byte, find, match, sub = string.byte, string.find, string.match, string.sub
+local byte, find, gmatch, match, sub = string.byte, string.find, string.gmatch, string.match, string.sub
 local floor, math_max = math.floor, math.max
 local OPEN, CLOSE, ZERO = ("["):byte(), ("]"):byte(), ("0"):byte()
 
@@ -375,23 +376,6 @@ local function below(nums, v)
   return lo - 1
 end
 
--- How many names of an index entry (numbers by digit length) the ranges
--- name.  A range of width w (zero-padded, "[001-140]") names numbers written
--- with exactly w digits, and longer ones without a leading zero; width 0
--- names numbers without a leading zero.  Binary searches: no name is made.
-local function count_in(by_len, ranges)
-  local n = 0
-  for len, nums in pairs(by_len) do
-    for k = 1, #ranges do
-      local r = ranges[k]
-      local lo, hi = r[1], r[2]
-      if len > r[3] and len > 1 then lo = math_max(lo, 10 ^ (len - 1)) end
-      if len >= r[3] and lo <= hi then n = n + below(nums, hi + 1) - below(nums, lo) end
-    end
-  end
-  return n
-end
-
 -- Per-site counts at 0 (the configuration's order), and each site's place
 -- in it.
 local function zero_counts(cfg)
@@ -403,14 +387,18 @@ end
 -- No names (what a site has that start with letters no node's do).
 local NO_NAMES = {}
 
--- Per site (the configuration's order), how many of the names of parsed
--- items are its nodes; with `first`, counting at one site stops at its
--- first.  Work bounded by the items and the cluster's size; nil and a
--- message past MAX_MATCHES comparisons of an item with several bracket
--- groups.
-local function tally(cfg, items, first)
+-- Walk the names of parsed items that are nodes of a site, without making
+-- a name: `literal(acc, si, name)` for a node named outright or matched by
+-- an item of several bracket groups, `span(acc, si, nums, a, b)` for the
+-- places a to b of a sorted index list `nums` (an item
+-- "prefix[ranges]suffix": one call a range and digit length; none when
+-- empty).  (Functions of the module and a table they add to, not closures:
+-- slurmctld runs this for every job with a --nodelist.)  Work bounded by
+-- the items and the cluster's size; nil and a message past MAX_MATCHES
+-- comparisons of an item with several bracket groups.
+local function walk(cfg, items, acc, literal, span)
   local idx = index_of(cfg)
-  local counts, at = zero_counts(cfg)
+  local at = idx.at
   local budget = M.MAX_MATCHES
   for i = 1, #items do
     local parts = items[i]
@@ -419,83 +407,188 @@ local function tally(cfg, items, first)
       if type(parts[k]) == "table" then groups = groups + 1 end
     end
     if groups == 0 then
-      local s = cfg.site_of_node[table.concat(parts)]
-      if s then counts[at[s]] = counts[at[s]] + 1 end
+      local name = table.concat(parts)
+      local s = cfg.site_of_node[name]
+      if s then literal(acc, at[s], name) end
     elseif groups == 1 and type(parts[2]) == "table" and not parts[1]:find("%d$")
         and not (parts[3] or ""):find("%d") then
-      -- prefix[ranges]suffix, split where the index splits a name: it answers
-      local key = parts[1] .. "\0" .. (parts[3] or "")
+      -- prefix[ranges]suffix, split where the index splits a name: binary
+      -- searches answer.  A range of width w (zero-padded, "[001-140]")
+      -- names numbers written with exactly w digits, and longer ones
+      -- without a leading zero; width 0 names numbers without a leading
+      -- zero.
+      local key, ranges = parts[1] .. "\0" .. (parts[3] or ""), parts[2]
       for si = 1, #cfg.sites do
         local by_len = idx[si][key]
-        if by_len then counts[si] = counts[si] + count_in(by_len, parts[2]) end
+        if by_len then
+          for len, nums in pairs(by_len) do
+            for k = 1, #ranges do
+              local r = ranges[k]
+              local lo, hi = r[1], r[2]
+              if len > r[3] and len > 1 then lo = math_max(lo, 10 ^ (len - 1)) end
+              if len >= r[3] and lo <= hi then
+                local a, b = below(nums, lo) + 1, below(nums, hi + 1)
+                if a <= b then span(acc, si, nums, a, b) end
+              end
+            end
+          end
+        end
       end
     else
       -- compare with the nodes whose name starts as the item's does, up to
       -- its first digit (all of them when it starts with one or a group)
       local lead = type(parts[1]) == "string" and parts[1]:match("^%D+") or nil
       for si, site in ipairs(cfg.sites) do
-        if not (first and counts[si] > 0) then
-          local candidates = lead and (idx.by_lead[si][lead] or NO_NAMES) or site.nodes
-          budget = budget - #candidates
-          if budget < 0 then
-            return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
-          end
-          for _, name in ipairs(candidates) do
-            if matches(parts, name) then
-              counts[si] = counts[si] + 1
-              if first then break end
-            end
-          end
+        local candidates = lead and (idx.by_lead[si][lead] or NO_NAMES) or site.nodes
+        budget = budget - #candidates
+        if budget < 0 then
+          return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
+        end
+        for _, name in ipairs(candidates) do
+          if matches(parts, name) then literal(acc, si, name) end
         end
       end
     end
   end
+  return true
+end
+
+-- Per site (the configuration's order), how many of the names of parsed
+-- items are its nodes, each as often as it is named (see walk).
+local function count_literal(counts, si)
+  counts[si] = counts[si] + 1
+end
+
+local function count_span(counts, si, _, a, b)
+  counts[si] = counts[si] + b - a + 1
+end
+
+local function tally(cfg, items)
+  local counts = zero_counts(cfg)
+  local ok, err = walk(cfg, items, counts, count_literal, count_span)
+  if not ok then return nil, err end
   return counts
 end
 
--- The names of an expression without brackets, each looked up (nil and a
--- message for an empty or invalid name); nil when it has brackets or is
--- too long for this.
-local function plain_names(list, max)
-  if type(list) ~= "string" or #list > max or list == "" or list:find("[", 1, true) then return nil end
-  if list:find("^,") or list:find(",$") or list:find(",,", 1, true) then
-    return nil, string.format("empty host name in '%s'", list:sub(1, 60))
+-- Unique counting (unique_tally): a node whose name has a number is a place
+-- in its index list; the places named are spans, each a number a * SPAN + b
+-- in a list per index list (so that they sort as numbers: a list holds
+-- fewer than SPAN nodes), after the site's index, merged at the end.  Any
+-- other node is kept by name.  `u.named` adds up the names at the sites,
+-- duplicates counted.
+local SPAN = 67108864   -- 2^26, written so that Lua 5.3's integers stay integers
+
+local function unique_span(u, si, nums, a, b)
+  local list = u.spans[nums]
+  if list then
+    list[#list + 1] = a * SPAN + b
+  else
+    u.spans[nums] = { si, a * SPAN + b }
   end
-  local bad = list:find("[^%w%-%_%.,]")
-  if bad then
-    return nil, string.format("invalid character in host name at character %d of '%s'", bad, list:sub(1, 60))
-  end
-  local names = {}
-  for name in list:gmatch("[^,]+") do names[#names + 1] = name end
-  return names
+  u.named = u.named + b - a + 1
 end
 
--- Per site, how many names an expression names, and how many names it has.
-local function site_tally(list, cfg, first, max)
-  local names, err = plain_names(list, max)
-  if err then return nil, err end
-  if names then
-    local counts, at = zero_counts(cfg)
-    local site_of = cfg.site_of_node
-    for _, name in ipairs(names) do
-      local s = site_of[name]
-      if s then counts[at[s]] = counts[at[s]] + 1 end
+local function unique_literal(u, si, name)
+  local pre, digits, suf = split_name(name)
+  local by_len = digits and #digits <= 9 and u.idx[si][pre .. "\0" .. suf]
+  local nums = by_len and by_len[#digits]
+  if nums then
+    local place = below(nums, tonumber(digits)) + 1
+    unique_span(u, si, nums, place, place)
+  else
+    u.named = u.named + 1
+    u.names = u.names or {}
+    if not u.names[name] then
+      u.names[name] = true
+      u.counts[si] = u.counts[si] + 1
     end
-    return counts, #names
+  end
+end
+
+-- Per site, how many of its nodes parsed items name, each once however
+-- often it is named (as Slurm counts a --nodelist), and how many names
+-- they have at the sites, duplicates counted.
+local function unique_tally(cfg, items)
+  local counts = zero_counts(cfg)
+  local u = { idx = index_of(cfg), counts = counts, spans = {}, named = 0 }
+  local ok, err = walk(cfg, items, u, unique_literal, unique_span)
+  if not ok then return nil, err end
+  for _, list in pairs(u.spans) do
+    local si = list[1]
+    list[1] = -1
+    if #list > 2 then table.sort(list) end
+    local n, top = 0, 0
+    for k = 2, #list do
+      local key = list[k]
+      local a = floor(key / SPAN)
+      local b = key - a * SPAN
+      if a <= top then a = top + 1 end
+      if b >= a then n = n + b - a + 1 end
+      if b > top then top = b end
+    end
+    counts[si] = counts[si] + n
+  end
+  return counts, u.named
+end
+
+-- Whether an expression is names without brackets, each valid (nil and a
+-- message for an empty or invalid name); false when it has brackets or is
+-- too long for this.
+local function is_plain(list, max)
+  if type(list) ~= "string" or #list > max or list == "" or find(list, "[", 1, true) then return false end
+  if find(list, "^,") or find(list, ",$") or find(list, ",,", 1, true) then
+    return nil, string.format("empty host name in '%s'", sub(list, 1, 60))
+  end
+  local bad = find(list, "[^%w%-%_%.,]")
+  if bad then
+    return nil, string.format("invalid character in host name at character %d of '%s'", bad, sub(list, 1, 60))
+  end
+  return true
+end
+
+-- Per site, how many names an expression names, and how many names it has;
+-- with `unique`, each name once however often it is named (names at no site
+-- in an expression with brackets: as often as named).
+local function site_tally(list, cfg, unique, max)
+  local plain, err = is_plain(list, max)
+  if err then return nil, err end
+  if plain then
+    local counts, at = zero_counts(cfg)
+    local site_of, seen, total = cfg.site_of_node, unique and {}, 0
+    for name in gmatch(list, "[^,]+") do
+      if not (seen and seen[name]) then
+        if seen then seen[name] = true end
+        total = total + 1
+        local s = site_of[name]
+        if s then counts[at[s]] = counts[at[s]] + 1 end
+      end
+    end
+    return counts, total
   end
   local items, total = parse_items(list, max)
   if not items then return nil, total end
-  local counts, terr = tally(cfg, items, first)
-  if not counts then return nil, terr end
+  if not unique then
+    local counts, terr = tally(cfg, items)
+    if not counts then return nil, terr end
+    return counts, total
+  end
+  local counts, named = unique_tally(cfg, items)
+  if not counts then return nil, named end
+  total = total - named
+  for si = 1, #counts do total = total + counts[si] end
   return counts, total
 end
 
---- The sites of a configuration whose nodes an expression names, without
--- expanding it.
+--- The sites of a configuration whose nodes an expression names, and how
+-- many, without expanding it.  A node named twice counts once, as Slurm
+-- counts a --nodelist (`a1,a[1-2]` is two nodes); a name at no site counts
+-- as often as the expression names it when it has brackets.
 -- @param list a hostlist expression (a user's --nodelist)
 -- @param cfg a configuration (xsite.config)
--- @return the sites named, in the configuration's order (names that are
---   no site's are ignored), and the number of names; or nil and a message
+-- @return the sites named, in the configuration's order; the number of
+--   nodes named (those at no site too); and per site, in the
+--   configuration's order, how many of its nodes are named.  Or nil and a
+--   message.
 function M.sites(list, cfg)
   local counts, total = site_tally(list, cfg, true, M.MAX_LENGTH)
   if not counts then return nil, total end
@@ -503,7 +596,7 @@ function M.sites(list, cfg)
   for si, site in ipairs(cfg.sites) do
     if counts[si] > 0 then out[#out + 1] = site end
   end
-  return out, total
+  return out, total, counts
 end
 
 --- How many of an expression's names are nodes of each site, without

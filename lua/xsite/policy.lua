@@ -121,6 +121,40 @@ end
 -- that names no nodes.
 local NONE = {}
 
+-- The record's word for the nodes --nodelist names: per site, its name and
+-- how many of its nodes ("a:2+b:1").
+local function nodelist_word(cfg, counts)
+  local word
+  for si, s in ipairs(cfg.sites) do
+    if counts[si] > 0 then
+      local w = s.name .. ":" .. counts[si]
+      word = word and word .. "+" .. w or w
+    end
+  end
+  return word
+end
+
+-- The sites of a record's word (nodelist_word's, or "a+b" without counts
+-- from an older xsite), and per site how many nodes (nil without counts).
+local function parse_nodelist_word(cfg, word)
+  local named, counts = {}, {}
+  for si = 1, #cfg.sites do counts[si] = 0 end
+  for name, k in word:gmatch("([^+:]+):?(%d*)") do
+    local s = cfg.site_by_name[name]
+    if s then
+      named[#named + 1] = s
+      if k == "" then
+        counts = nil
+      elseif counts then
+        for si, site in ipairs(cfg.sites) do
+          if site == s then counts[si] = tonumber(k) end
+        end
+      end
+    end
+  end
+  return named, counts
+end
+
 --- Check a `--site-affinity` value: auto, pin, span or a site's name.
 -- @return true, or nil and a message listing the valid values
 function M.check_affinity(cfg, value)
@@ -300,6 +334,23 @@ local function keep_at(job, allowed, action, why, text)
   return finish(d, job.req, action, why, text)
 end
 
+-- Why the nodes --nodelist names keep the job from running at `site` alone
+-- (the text after "--nodelist names"), or nil: a node of another site the
+-- job gets, or, nodes to choose from, fewer than it needs at `site`.
+local function nodelist_refuses(job, site)
+  if job.pool then
+    local k = job.pool[site]
+    if k < job.n then
+      return string.format("%d node%s at site %s, and the job needs %d", k, k == 1 and "" or "s", site.name, job.n)
+    end
+    return nil
+  end
+  for _, s in ipairs(job.named) do
+    if s ~= site then return "nodes at site " .. s.name end
+  end
+  return nil
+end
+
 -- The sites that can hold the job and that its constraint and node list
 -- allow: where it may be kept.
 local function one_site_choices(job)
@@ -317,6 +368,7 @@ local function pin(job, why, text)
   if #sites == 0 then
     return finish(job.d, job.req, "reject", why == "user-pin" and "oversize" or why, string.format(
       "%s, and no site can take all %d nodes%s", text, job.n,
+      job.pool and " among those --nodelist names" or
       #named == 1 and " with the nodes --nodelist names at " .. named[1].name or
       (#ua.sites < #job.req.cfg.sites and " among those --constraint allows" or "")))
   end
@@ -352,8 +404,12 @@ end
 --   constraint), `prefer` (the user's `--prefer`: Slurm schedules with it
 --   instead of `features` where it can, so a pin goes into both),
 --   `req_nodes` (the user's `--nodelist`, a hostlist),
---   `nodelist_sites` (instead of `req_nodes`: the names of the sites it
---   named, "a+b", as a record keeps them), `het` (a component of a
+--   `nodelist_sites` (instead of `req_nodes`: the sites it named and how
+--   many nodes of each, "a:2+b:1", as a record keeps them; "a+b" from an
+--   older record), `nodelist_min` (Slurm 23.02 and later: the job's own
+--   --nodes minimum, nil when it gave none: a --nodelist of more nodes is
+--   the set its nodes are chosen from, not nodes it must have), `het` (a
+--   component of a
 --   heterogeneous job: `{ offset = k, site = NAME|"span"|nil }`, `site` being
 --   where its first component went), `time_limit` (seconds, optional),
 --   `topology` (true when topology/tree is configured), `override` (the
@@ -456,24 +512,35 @@ function M.decide(req)
     end
   end
 
-  -- Nodes asked for by name: the sites they are at (a hostlist is never
-  -- expanded), and at least that many nodes.
-  local named = NONE
+  -- Nodes asked for by name: the sites they are at and how many nodes of
+  -- each (a hostlist is never expanded).  The job gets every one of them,
+  -- so at least that many nodes; but Slurm 23.02 and later read a list of
+  -- more nodes than the job's own minimum as the nodes to choose from
+  -- (`pool`: per site, how many it may have there).
+  local named, pool = NONE, nil
+  local counts, listed
   if req.req_nodes and req.req_nodes ~= "" then
-    local sites, count = hostlist.sites(req.req_nodes, cfg)
+    local sites, count, per = hostlist.sites(req.req_nodes, cfg)
     if not sites then
       return finish(d, req, "reject", "bad-request", string.format("--nodelist %s: %s", quote(req.req_nodes),
         count))
     end
-    named = sites
-    if count > n then n = count end
+    named, listed, counts = sites, count, per
   elseif req.nodelist_sites then
-    named = {}
-    for name in req.nodelist_sites:gmatch("[^+]+") do
-      named[#named + 1] = cfg.site_by_name[name]
+    named, counts = parse_nodelist_word(cfg, req.nodelist_sites)
+    if counts then
+      listed = 0
+      for si = 1, #counts do listed = listed + counts[si] end
     end
   end
-  if #named > 0 then d.nodelist_sites = site_names(named, "+") end
+  local choose = listed and req.nodelist_min and listed > req.nodelist_min
+  if choose and #named > 0 then
+    pool = {}
+    for si, s in ipairs(cfg.sites) do pool[s] = counts[si] end
+  elseif listed and not choose and listed > n then
+    n = listed
+  end
+  if #named > 0 then d.nodelist_sites = counts and nodelist_word(cfg, counts) or site_names(named, "+") end
 
   -- The profile last of the request's parts: parsing a new explicit one
   -- costs the most, and a request refused for its constraint or node list
@@ -494,12 +561,13 @@ function M.decide(req)
   -- sum, up to the partition's MaxNodes, so the job may get any number.
   if req.topless and (ua.counts or (pa and pa.counts)) then most = total end
   if most > total then most = math.max(n, total) end
+  if choose and most > listed then most = math.max(n, listed) end
   d.nodes, d.min_nodes = most, n
 
   local het = req.het
   local fitting = {}
   for _, s in ipairs(cfg.sites) do
-    if #s.nodes >= n then fitting[#fitting + 1] = s end
+    if (pool and pool[s] or #s.nodes) >= n then fitting[#fitting + 1] = s end
   end
 
   local link = effective_link(cfg, req.link_state)
@@ -512,13 +580,14 @@ function M.decide(req)
   -- the module, not closures: see above link_license): the decision, the
   -- request, the fewest nodes `n`, `het`, the user's constraint `user` and
   -- its analysis `ua`, --prefer (`prefer`, as merged above) and its
-  -- analysis `pa`, the sites --nodelist names (`named`), the sites that can
+  -- analysis `pa`, the sites --nodelist names (`named`) and, when they are
+  -- nodes to choose from, how many at each site (`pool`), the sites that can
   -- hold the job (`fitting`), the model's evaluation `ev`, the affinity,
   -- whether the link is down, and whether root or SlurmUser asks to span
   -- (`override_span`: granted even with the link down, as `xsite
   -- calibrate` measures a link that is down, and said in the record).
   local job = { d = d, req = req, n = n, het = het, user = user, ua = ua, prefer = prefer, pa = pa, named = named,
-    fitting = fitting, ev = ev, affinity = affinity, link_down = link_down,
+    pool = pool, fitting = fitting, ev = ev, affinity = affinity, link_down = link_down,
     override_span = req.override ~= nil and affinity == "span" }
 
   -- A heterogeneous job's later component: where its first one went.
@@ -541,11 +610,10 @@ function M.decide(req)
       return finish(d, req, "reject", "het", string.format("--site-affinity=%s: component %d of a heterogeneous " ..
         "job must run at site %s with its first component", affinity, het.offset, site.name))
     end
-    for _, s in ipairs(named) do
-      if s ~= site then
-        return finish(d, req, "reject", "het", string.format("--nodelist names nodes at site %s: component %d " ..
-          "of a heterogeneous job must run at site %s with its first component", s.name, het.offset, site.name))
-      end
+    local other = nodelist_refuses(job, site)
+    if other then
+      return finish(d, req, "reject", "het", string.format("--nodelist names %s: component %d of a " ..
+        "heterogeneous job must run at site %s with its first component", other, het.offset, site.name))
     end
     if not has(ua.sites, site) then
       return finish(d, req, "reject", "het", string.format("--constraint %s allows no node of site %s, where " ..
@@ -566,11 +634,10 @@ function M.decide(req)
         "--site-affinity=%s conflicts with --constraint %s, which allows no node of site %s",
         affinity, quote(user), target.name))
     end
-    for _, s in ipairs(named) do
-      if s ~= target then
-        return finish(d, req, "reject", "bad-request", string.format(
-          "--site-affinity=%s conflicts with --nodelist, which names nodes at site %s", affinity, s.name))
-      end
+    local other = nodelist_refuses(job, target)
+    if other then
+      return finish(d, req, "reject", "bad-request", string.format(
+        "--site-affinity=%s conflicts with --nodelist, which names %s", affinity, other))
     end
     if n > #target.nodes then
       d.sites = target.name
@@ -581,8 +648,14 @@ function M.decide(req)
     return keep_at(job, { target }, "site", "user-site", string.format(WHY["user-site"], target.name))
   end
 
-  -- Nodes named at both sites: the job spans, or it may not run.
-  if #named > 1 then
+  -- Nodes to choose from at one site only: the job is there.
+  if pool and #named == 1 then
+    return keep_at(job, named, "site", "user-nodes", string.format(WHY["user-nodes"], named[1].name))
+  end
+
+  -- Nodes named at both sites, all of which the job gets: it spans, or it
+  -- may not run.
+  if #named > 1 and not pool then
     local ok_span, why_not = may_span(job)
     if het then why_not = why_not or "a heterogeneous job runs at one site unless --site-affinity=span" end
     if not ok_span or (het and affinity ~= "span") then
@@ -630,6 +703,8 @@ function M.decide(req)
     d.sites = A.name .. "+" .. B.name
     if het then
       d.het = "span"
+    elseif pool and (pool[A] < ev.nA or pool[B] < ev.nB) then
+      d.warning = "the nodes --nodelist names cannot take xsite's split of the nodes; Slurm chooses it"
     elseif user and user:find("^[%w_%-%.&]+$") then
       -- Slurm applies a feature outside a count group to no node of it:
       -- the user's features go inside, with each site's

@@ -27,6 +27,19 @@ M.INFINITE16 = 0xffff
 --- job_state of a pending job (slurm.h, JOB_PENDING).
 M.JOB_PENDING = 0
 
+--- Whether this slurmctld reads a --nodelist of more nodes than the job's
+-- own --nodes minimum as the nodes to choose its nodes from (the others
+-- excluded), not as nodes it must have: Slurm 23.02 and later (its NEWS:
+-- "Allow for --nodelist to contain more nodes than required by --nodes";
+-- job_mgr.c, at submission and at a change of a pending job).  job_submit/lua
+-- tells no version; the same release began to export every error code of
+-- slurm_errno.h to Lua, where 22.05 exported eight, ESLURM_INVALID_NODE_NAME
+-- not among them.
+-- @param slurm job_submit/lua's `slurm` table
+function M.nodelist_chooses(slurm)
+  return type(slurm) == "table" and slurm.ESLURM_INVALID_NODE_NAME ~= nil
+end
+
 --- Error codes of slurm_errno.h (22.05 and later) that job_submit/lua does
 -- not export to Lua in every release.
 M.ESLURM_INVALID_NODE_COUNT = 2006
@@ -421,6 +434,9 @@ local function decide(job_desc, slurm, flags, extra)
     prefer = extra.prefer,
     req_nodes = extra.req_nodes,
     nodelist_sites = extra.nodelist_sites,
+    -- (sbatch -w without -N sends the list's count as the job's minimum:
+    -- nodes it must have)
+    nodelist_min = M.nodelist_chooses(slurm) and count(job_desc, "min_nodes") or nil,
     topless = extra.topless,
     het = extra.het,
     override = extra.override,

@@ -367,6 +367,47 @@ sites_printed() {
 	[[ $(ran_at "$JOB") == beta ]]
 }
 
+# chooses: this Slurm reads a --nodelist of more nodes than -N as the nodes
+# to choose from, not nodes the job must have (23.02 and later)
+chooses() {
+	local v
+	v=$(on_head scontrol --version)
+	[[ $v =~ ([0-9]+)\.([0-9]+)\.[0-9]+ ]] || return 2
+	((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2302))
+}
+
+@test "5: a --nodelist longer than -N is held to one site as Slurm reads it (nodes to choose from, or every one)" {
+	# one or two nodes of two: on 22.05 both (sbatch itself refuses -N1 with
+	# them), which this job may not have; later, one or both, at one site
+	try -N1-2 -w alpha1,beta1 --wrap true
+	if ! chooses; then
+		refused "--nodelist names nodes at both sites (alpha and beta)"
+		return 0
+	fi
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	try -N1 -w alpha1,beta1 --wrap true
+	[[ -n $JOB ]]
+	one_site "$JOB"
+	# two of three: alpha has two of them
+	try -N2 -w 'alpha[1-2],beta1' --wrap true
+	[[ -n $JOB ]]
+	[[ $(ran_at "$JOB") == alpha ]]
+	# a node named twice counts once: two nodes the job must have
+	try -N2 -w 'alpha1,alpha1,beta1' --wrap true
+	refused "--nodelist names nodes at both sites"
+	# three of four: no site has three of them, and this job may not span
+	try -N3 -w 'alpha[1-2],beta[1-2]' --wrap true
+	refused "no single site has 3 nodes"
+	# a pending job's range and list changed: still at one site
+	try -H -N2 -w 'alpha[1-2],beta1' --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" NumNodes=1-3
+	update JobId="$JOB" ReqNodeList='alpha1,beta[1-2]'
+	release "$JOB"
+	one_site "$JOB"
+}
+
 @test "6: the components of a heterogeneous job run at one site" {
 	try -N1 --wrap true : -N1
 	[[ -n $JOB ]]

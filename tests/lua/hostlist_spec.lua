@@ -342,6 +342,61 @@ describe("xsite.hostlist without expanding", function()
     assert.matches("stands for more than 4294967295 names", err)
   end)
 
+  it("counts each node a --nodelist names once, as Slurm does, with no list made", function()
+    local racks = h.config(table.concat({
+      "SiteName=a Nodes=a[001-140],a[1-3],login Feature=site_a CoresPerNode=1 CorePeak=1GF " ..
+        "MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",
+      "SiteName=b Nodes=b[1-4],gpu-b[1-2]-x,r1c[1-2]n[1-4] Feature=site_b CoresPerNode=1 CorePeak=1GF " ..
+        "MemBandwidth=1GB/s NetBandwidth=1GB/s NetLatency=1us",
+      "LinkName=l Bandwidth=100MB/s Latency=1ms",
+    }, "\n"))
+    -- the nodes of each site the expansion names, each once; and how many
+    -- names in all, each once (a name at no site in a list with brackets:
+    -- as often as named)
+    local function by_expansion(list)
+      local counts, seen, total = { 0, 0 }, {}, 0
+      for _, n in ipairs(assert(hostlist.expand(list))) do
+        local site = racks.site_of_node[n]
+        if not seen[n] then
+          seen[n], total = true, total + 1
+          if site then counts[site.name == "a" and 1 or 2] = counts[site.name == "a" and 1 or 2] + 1 end
+        elseif not site and list:find("[", 1, true) then
+          total = total + 1
+        end
+      end
+      return counts, total
+    end
+    local lists = { "a001,a001", "a[001-005],a[003-009],a004", "a[1-3],a[001-003],a[1-2]", "login,login,a1",
+      "b[1-4],b[2-3],b[1,1,1]", "r1c[1-2]n[1-4],r1c1n[1-2],r1c[1-2]n1", "gpu-b[1-2]-x,gpu-b1-x",
+      "a[001-140],a[050-060],a[100-140]", "b1,b1,b1,a001", "a[0001-0140],a[001-140]" }
+    -- and random lists of overlapping ranges and names
+    math.randomseed(7)
+    for _ = 1, 300 do
+      local items = {}
+      for k = 1, math.random(1, 6) do
+        local pick = math.random(1, 4)
+        if pick == 1 then
+          local lo = math.random(1, 140)
+          items[k] = string.format("a[%03d-%03d]", lo, math.min(140, lo + math.random(0, 30)))
+        elseif pick == 2 then
+          items[k] = string.format("b[%d-%d]", math.random(1, 2), math.random(2, 4))
+        elseif pick == 3 then
+          items[k] = string.format("r1c%d n[%d-4]", math.random(1, 2), math.random(1, 4)):gsub(" ", "")
+        else
+          items[k] = ({ "a001", "a1", "login", "b3", "zz9" })[math.random(1, 5)]
+        end
+      end
+      lists[#lists + 1] = table.concat(items, ",")
+    end
+    for _, list in ipairs(lists) do
+      local want, want_total = by_expansion(list)
+      local named, total, counts = hostlist.sites(list, racks)
+      assert(named, total)
+      assert.are.same({ want, want_total }, { counts, total }, list)
+      assert.are.equal((want[1] > 0 and 1 or 0) + (want[2] > 0 and 1 or 0), #named, list)
+    end
+  end)
+
   it("refuses what is too long or too complex to check", function()
     assert.is_nil(hostlist.sites(string.rep("a001,", 20000), cfg))
     local many = {}

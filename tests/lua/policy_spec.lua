@@ -253,7 +253,7 @@ describe("xsite.policy with nodes asked for by name", function()
     assert.are.equal("user-nodes", d.why)
     assert.is_nil(d.features)
     assert.matches("you asked for nodes by name %(%-%-nodelist%) at a and b", d.message)
-    assert.matches(" wsites=a+b", d.record, 1, true)
+    assert.matches(" wsites=a:1+b:1", d.record, 1, true)
   end)
 
   it("refuses nodes named at both sites when the job may not span", function()
@@ -278,6 +278,98 @@ describe("xsite.policy with nodes asked for by name", function()
   it("counts a node range without expanding it", function()
     local d = decide({ nodes = 1, req_nodes = "x[000000-999999]" })
     assert.are.equal(1000000, d.min_nodes)
+  end)
+end)
+
+describe("xsite.policy with a node list to choose from (Slurm 23.02 and later)", function()
+  -- nodelist_min: the job's own --nodes minimum, on a Slurm that reads a
+  -- longer --nodelist as the nodes to choose from
+  it("takes a list longer than the job's minimum as nodes to choose from, not nodes it must have", function()
+    -- -N1 -w a1,b1: one node, at either site
+    local d = decide({ nodes = 1, nodelist_min = 1, req_nodes = "a1,b1" })
+    assert.are.equal("none", d.action)
+    assert.are.equal("one-node", d.why)
+    -- the same on a Slurm that gives the job both (22.05)
+    assert.are.equal("reject", decide({ nodes = 1, req_nodes = "a1,b1" }).action)
+    -- and where the list is no longer than the minimum: every node
+    d = decide({ nodes = 2, nodelist_min = 2, req_nodes = "a1,b1" })
+    assert.are.equal("reject", d.action)
+    assert.matches("--nodelist names nodes at both sites", d.message, 1, true)
+  end)
+
+  it("counts a node named twice once, as Slurm does", function()
+    local d = decide({ nodes = 2, nodelist_min = 2, req_nodes = "a1,a1,b[1,1]" })
+    assert.are.equal("reject", d.action)
+    assert.matches("--nodelist names nodes at both sites", d.message, 1, true)
+    assert.are.equal(2, d.min_nodes)
+  end)
+
+  it("pins the job to a site with enough of the listed nodes, and never past the list's length", function()
+    local d = decide({ nodes = 2, max_nodes = 6, nodelist_min = 2, req_nodes = "a[1-2],b1" })
+    assert.are.equal("pin", d.action)
+    assert.are.equal("site_a", d.features)
+    assert.are.equal(3, d.nodes)
+    assert.matches(" n=3 ", d.record, 1, true)
+    assert.matches(" nmin=2 wsites=a:2+b:1 ", d.record, 1, true)
+    -- nowhere enough: no site can hold it, and with the link down it is refused
+    d = decide({ nodes = 3, nodelist_min = 3, req_nodes = "a[1-2],b[1-2]", link_state = { state = "down" } })
+    assert.are.equal("reject", d.action)
+    assert.matches("no single site has 3 nodes", d.message, 1, true)
+  end)
+
+  it("never spans with the link down, whatever the list", function()
+    local d = decide({ nodes = 2, nodelist_min = 2, req_nodes = "a[1-2],b[1-3]", affinity = "span",
+      profile = "quiet", link_state = { state = "down" } })
+    assert.are.equal("pin", d.action)
+    assert.are.equal("[site_a|site_b]", d.features)
+  end)
+
+  it("keeps a job whose list is at one site there", function()
+    local d = decide({ nodes = 1, max_nodes = 3, nodelist_min = 1, req_nodes = "b[1-3]", affinity = "span",
+      profile = "quiet" })
+    assert.are.equal("site", d.action)
+    assert.are.equal("user-nodes", d.why)
+    assert.are.equal("site_b", d.features)
+  end)
+
+  it("takes a site asked for when the list has enough nodes there", function()
+    local d = decide({ nodes = 2, nodelist_min = 2, req_nodes = "a[1-2],b1", affinity = "a" })
+    assert.are.equal("site", d.action)
+    assert.are.equal("site_a", d.features)
+    d = decide({ nodes = 2, nodelist_min = 2, req_nodes = "a[1-2],b1", affinity = "b" })
+    assert.are.equal("reject", d.action)
+    assert.matches("--site-affinity=b conflicts with --nodelist, which names 1 node at site b, and the job " ..
+      "needs 2", d.message, 1, true)
+  end)
+
+  it("leaves the split to Slurm when the list cannot take xsite's", function()
+    -- four nodes of a[1-3],b1: xsite's split would be 2+2
+    local d = decide({ nodes = 3, max_nodes = 4, nodelist_min = 3, req_nodes = "a[1-3],b1", affinity = "span",
+      profile = "quiet" })
+    assert.are.equal("span", d.action)
+    assert.is_nil(d.features)
+    assert.matches("the nodes --nodelist names cannot take xsite's split", d.message, 1, true)
+    d = decide({ nodes = 4, nodelist_min = 4, req_nodes = "a[1-3],b[1-3]", affinity = "span", profile = "quiet" })
+    assert.are.equal("[site_a*2&site_b*2]", d.features)
+  end)
+
+  it("puts a heterogeneous job's later component where its first went when the list allows it", function()
+    local d = decide({ nodes = 2, nodelist_min = 2, het = { offset = 1, site = "b" }, req_nodes = "a1,b[1-2]" })
+    assert.are.equal("site", d.action)
+    assert.are.equal("site_b", d.features)
+    d = decide({ nodes = 2, nodelist_min = 2, het = { offset = 1, site = "b" }, req_nodes = "a[1-2],b1" })
+    assert.are.equal("reject", d.action)
+    assert.matches("--nodelist names 1 node at site b, and the job needs 2: component 1", d.message, 1, true)
+  end)
+
+  it("decides a change from the record's list as from the list", function()
+    local d = decide({ nodes = 2, nodelist_min = 2, nodelist_sites = "a:2+b:1" })
+    assert.are.equal("site_a", d.features)
+    assert.matches(" wsites=a:2+b:1", d.record, 1, true)
+    -- an older record, without counts: nodes the job must have
+    d = decide({ nodes = 2, nodelist_min = 2, nodelist_sites = "a+b" })
+    assert.are.equal("reject", d.action)
+    assert.matches(" wsites=a+b", d.record, 1, true)
   end)
 end)
 

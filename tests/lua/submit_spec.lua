@@ -1030,6 +1030,44 @@ describe("xsite.submit", function()
     end
   end)
 
+  it("reads a --nodelist longer than the job's --nodes as nodes to choose from where Slurm does", function()
+    setup_conf(CONF)
+    -- Slurm 22.05's `slurm` table, and 24.11's (every error code in it)
+    local old, new = fake_slurm(), fake_slurm()
+    new.ESLURM_INVALID_NODE_NAME = 2014
+    assert.is_false(submit.nodelist_chooses(old))
+    assert.is_true(submit.nodelist_chooses(new))
+    -- -N1 -w a1,b1: 22.05 gives the job both (it may not span: refused),
+    -- 24.11 one of them
+    local function n1() return job({ min_nodes = 1, max_nodes = 1, req_nodes = "a1,b1" }) end
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(n1(), old))
+    local j = n1()
+    assert.are.equal(0, submit.job_submit(j, new))
+    assert.matches("^xsite v=1 action=none why=one%-node", j.admin_comment)
+    -- -N2 -w a[1-2],b1: kept at a, where the list has two nodes
+    j = job({ min_nodes = 2, max_nodes = 2, req_nodes = "a[1-2],b1" })
+    assert.are.equal(0, submit.job_submit(j, new))
+    assert.are.equal("site_a", j.features)
+    assert.matches(" wsites=a:2+b:1", j.admin_comment, 1, true)
+    -- -w a1,b1 without -N: sbatch sends no minimum, Slurm takes the list's
+    -- length: nodes the job must have
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(job({ req_nodes = "a1,b1" }), new))
+    -- changes of that pending job: decided from the record's list and the
+    -- new minimum, or from a new list
+    local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
+      min_nodes = 2, max_nodes = 2, job_state = submit.JOB_PENDING, user_id = 1001, het_job_id = 0,
+      het_job_offset = 0 }
+    local change = { min_nodes = 3, max_nodes = 3 }
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify(change, rec, new, 1001))
+    assert.matches("--nodelist names nodes at both sites", new.user[#new.user], 1, true)
+    change = { req_nodes = "a1,b[1-2]" }
+    assert.are.equal(0, submit.job_modify(change, rec, new, 1001))
+    assert.are.equal("site_b", change.features)
+    -- the same change on 22.05: nodes the job must have, at both sites
+    change = { req_nodes = "a1,b[1-2]" }
+    assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify(change, rec, old, 1001))
+  end)
+
   it("leaves a placement root or SlurmUser sets as given, and says so in the record", function()
     setup_conf(CONF, "SlurmUser=" .. (os.getenv("USER") == "root" and "root" or "4242") .. "\n")
     local rc, c = modify({ min_nodes = 2 }, { features = "[site_a*1&site_b*1]" }, 0)
