@@ -35,8 +35,13 @@ M.JOB_PENDING = 0
 -- tells no version; the same release began to export every error code of
 -- slurm_errno.h to Lua, where 22.05 exported eight, ESLURM_INVALID_NODE_NAME
 -- not among them.
--- @param slurm job_submit/lua's `slurm` table
+-- @param slurm job_submit/lua's `slurm` table, or a Slurm version ("24.11.5":
+--   the xsite command's, of the Slurm it was built against)
 function M.nodelist_chooses(slurm)
+  if type(slurm) == "string" then
+    local major, minor = slurm:match("^(%d+)%.(%d+)")
+    return major ~= nil and tonumber(major) * 100 + tonumber(minor) >= 2302
+  end
   return type(slurm) == "table" and slurm.ESLURM_INVALID_NODE_NAME ~= nil
 end
 

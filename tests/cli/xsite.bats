@@ -281,6 +281,20 @@ with_link_state() {
   assert_output --partial "slurm.conf: slurm.conf declares no license xsite_link (add Licenses=xsite_link:100 there)"
 }
 
+@test "explain reads a --nodelist longer than --nodes as the Slurm xsite was built for does" {
+  [[ -n ${SLURM_VERSION:-} ]] || skip "xsite was configured without Slurm"
+  local major=${SLURM_VERSION%%.*} minor=${SLURM_VERSION#*.} want=0 decided="none one-node"
+  minor=${minor%%.*}
+  if ((10#$major * 100 + 10#$minor < 2302)); then
+    # every node listed: two, at both sites (exit 1: rejected)
+    want=1 decided="reject nodelist"
+  fi
+  # on 23.02 and later the nodes to choose from: one node at either site
+  run -"$want" xsite --config "$TESTBED" explain --nodes 1 --nodelist alpha1,beta1 --json
+  run -0 jq -r '"\(.action) \(.why)"' <<<"$output"
+  assert_output "$decided"
+}
+
 @test "explain gives a job that may span its share of the link's license, and a pinned one none" {
   local conf=$BATS_TEST_TMPDIR/xsite.conf
   sed -E 's/^(LinkName=.*)$/\1 License=xsite_link:100/' "$REPO/site-configs/testbed.conf" >"$conf"

@@ -1037,6 +1037,11 @@ describe("xsite.submit", function()
     new.ESLURM_INVALID_NODE_NAME = 2014
     assert.is_false(submit.nodelist_chooses(old))
     assert.is_true(submit.nodelist_chooses(new))
+    -- the xsite command's: the Slurm release it was built for
+    for v, chooses in pairs({ ["22.05.8"] = false, ["23.02.0"] = true, ["24.11.5"] = true, ["9.99"] = false,
+        [""] = false, ["100.01.1"] = true }) do
+      assert.are.equal(chooses, submit.nodelist_chooses(v), v)
+    end
     -- -N1 -w a1,b1: 22.05 gives the job both (it may not span: refused),
     -- 24.11 one of them
     local function n1() return job({ min_nodes = 1, max_nodes = 1, req_nodes = "a1,b1" }) end

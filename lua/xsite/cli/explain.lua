@@ -5,6 +5,7 @@ local common = require("xsite.cli.common")
 local json = require("xsite.json")
 local model = require("xsite.model")
 local policy = require("xsite.policy")
+local submit = require("xsite.submit")
 local units = require("xsite.units")
 
 local out, err = common.out, common.err
@@ -51,10 +52,13 @@ function M.run(opts, _, io_, global)
   local cfg = common.load_config(global.config, io_)
   if not cfg then return 1 end
   local state, measured, ld = common.state_files(cfg, "explain", io_)
+  -- a --nodelist longer than N: the nodes to choose from where the Slurm
+  -- xsite was built for reads it so
+  local chooses = submit.nodelist_chooses(common.defaults.slurm_version or "")
   local d = policy.decide({ cfg = cfg, nodes = n, max_nodes = most, affinity = opts["site-affinity"],
     profile = opts["comm-profile"], features = opts.constraint, prefer = opts.prefer, req_nodes = opts.nodelist,
-    time_limit = limit, topology = true, link_state = state, profile_state = measured, link_load = ld,
-    now = os.time() })
+    nodelist_min = chooses and n or nil, time_limit = limit, topology = true, link_state = state,
+    profile_state = measured, link_load = ld, now = os.time() })
   local p = d.prediction
   local ex = p and model.expected_error(common.fidelity(cfg, "explain", io_), p.pattern, d.link.latency)
   if opts.json then
