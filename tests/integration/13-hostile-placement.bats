@@ -616,8 +616,13 @@ until_record() {
 	[[ -n $JOB ]]
 	run ! update JobId="$JOB" 'ReqNodeList=x[000000-999999]'
 	[[ $(on_head squeue -h -j "$JOB" -o %n) == '' ]]
-	grep -q "job of uid $(id -u "$U"): xsite v=1 action=reject why=oversize mode=enforce n=1000000 " \
-		"$XT_STATE/log/slurmctld.log"
+	# decided from the list's count (xsite's line for the change: the last of
+	# this user's), which 23.02 and later read as the nodes to choose one from
+	local want="action=reject why=oversize mode=enforce n=1000000 "
+	if chooses; then
+		want="action=none why=one-node mode=enforce n=1 "
+	fi
+	grep "job of uid $(id -u "$U"): xsite v=1 " "$XT_STATE/log/slurmctld.log" | tail -n 1 | grep -qF "$want"
 	on_head scancel "$JOB"
 	pid=$(cat "$XT_STATE/run/slurmctld.pid")
 	before=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
