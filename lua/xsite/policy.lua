@@ -650,7 +650,12 @@ function M.decide(req)
 
   -- Nodes to choose from at one site only: the job is there.
   if pool and #named == 1 then
-    return keep_at(job, named, "site", "user-nodes", string.format(WHY["user-nodes"], named[1].name))
+    local site = named[1]
+    if not has(ua.sites, site) then
+      return finish(d, req, "reject", "bad-request", string.format("--constraint %s allows no node of site %s, " ..
+        "where every node --nodelist names is", quote(user), site.name))
+    end
+    return keep_at(job, named, "site", "user-nodes", string.format(WHY["user-nodes"], site.name))
   end
 
   -- Nodes named at both sites, all of which the job gets: it spans, or it

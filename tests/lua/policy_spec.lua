@@ -330,6 +330,11 @@ describe("xsite.policy with a node list to choose from (Slurm 23.02 and later)",
     assert.are.equal("site", d.action)
     assert.are.equal("user-nodes", d.why)
     assert.are.equal("site_b", d.features)
+    -- and refuses it when its constraint allows no node there
+    d = decide({ nodes = 1, max_nodes = 3, nodelist_min = 1, req_nodes = "b[1-3]", features = "site_a" })
+    assert.are.equal("reject", d.action)
+    assert.matches("--constraint 'site_a' allows no node of site b, where every node --nodelist names is",
+      d.message, 1, true)
   end)
 
   it("takes a site asked for when the list has enough nodes there", function()
