@@ -74,12 +74,15 @@ local function tokenize(text)
       end
       kind[k], word[k] = "*", digits
       i = i + 1 + #digits
-    elseif b < 32 or b == 127 or find(text, "^[%s%c]", i) then
-      -- (%s and %c are the locale's: a byte above 127 may be either, and
-      -- the search below must never stop where the feature starts)
-      return nil, string.format("unexpected blank or control character at character %d", i)
     else
+      -- A feature runs up to an operator, a blank or a control character
+      -- (%s and %c are the locale's: a byte above 127 may be either).  The
+      -- byte at i is no operator, so the search stopping there means it is
+      -- a blank or a control character: one search for both.
       local j = find(text, "[&,|()%[%]*%s%c]", i) or n + 1
+      if j == i then
+        return nil, string.format("unexpected blank or control character at character %d", i)
+      end
       kind[k], word[k] = "feat", sub(text, i, j - 1)
       i = j
     end
@@ -87,9 +90,11 @@ local function tokenize(text)
   return kind, word, at
 end
 
--- Recursive descent into a tree: { op = "feat", name, count } |
--- { op = "seq", list = {...} (operands in order), ops = {...} (operators
--- between, "&" or "|") } | { op = "()", expr, count } | { op = "[]", expr }.
+-- Recursive descent into a tree: a feature's name (a string: no table a
+-- feature) | { op = "seq", list = {...} (operands in order), ops = {...}
+-- (operators between, "&" or "|") } | { op = "()", expr } | { op = "[]",
+-- expr }.  A `*N` count is checked and noted (`counts`), not kept: with a
+-- count analyse looks no further.
 -- The parser's state `p`: the tokens (`kind`, `word`, `at`), the next one
 -- `i`, the text, the depth of parentheses `paren`, and what it has met
 -- (`bracket`, `counts`).  Local functions, not methods: they run for every
@@ -108,7 +113,7 @@ local function term(p)
   if not k then fail(p, "a feature is missing at the end") end
   local node
   if k == "feat" then
-    node = { op = "feat", name = p.word[i] }
+    node = p.word[i]
     p.i = i + 1
   elseif k == "(" then
     if p.paren > 0 then fail(p, "nested parentheses (Slurm allows one level)") end
@@ -132,8 +137,7 @@ local function term(p)
     fail(p, string.format("unexpected '%s'", p.word[i]))
   end
   if kind[p.i] == "*" then
-    if node.op == "[]" then fail(p, "a count after ']'") end
-    node.count = tonumber(p.word[p.i])
+    if k == "[" then fail(p, "a count after ']'") end
     p.i = p.i + 1
     p.counts = true
   end
@@ -181,12 +185,13 @@ end
 -- The value of a tree for a node at `site` (its feature true, every other
 -- site's false, anything else unknown).  `prec`: & before | (else left to right).
 local function value(node, site_of, site, prec)
-  local op = node.op
-  if op == "feat" then
-    local s = site_of[node.name]
+  if type(node) == "string" then
+    local s = site_of[node]
     if s == nil then return U end
     return s == site
-  elseif op == "()" or op == "[]" then
+  end
+  local op = node.op
+  if op == "()" or op == "[]" then
     return value(node.expr, site_of, site, prec)
   end
   local list, ops = node.list, node.ops
@@ -222,9 +227,14 @@ local function possible(node, cfg, site_of)
   return out
 end
 
+-- Whether a tree is a sequence of operands (not a feature or a group).
+local function seq(node)
+  return type(node) == "table" and node.op == "seq"
+end
+
 -- Whether the top level joins its operands with & only.
 local function conjunction(node)
-  if node.op ~= "seq" then return true end
+  if not seq(node) then return true end
   for _, o in ipairs(node.ops) do
     if o ~= "&" then return false end
   end
@@ -311,13 +321,13 @@ function M.analyse(text, cfg)
   if not a.one_site and not a.top_or then
     -- a conjunction holding a matching OR whose alternatives (features or
     -- parenthesised groups joined by | only) each allow one site
-    for _, o in ipairs(tree.op == "seq" and tree.list or { tree }) do
-      if o.op == "[]" then
+    for _, o in ipairs(seq(tree) and tree.list or { tree }) do
+      if type(o) == "table" and o.op == "[]" then
         local inner = o.expr
-        local alts = inner.op == "seq" and inner.list or { inner }
+        local alts = seq(inner) and inner.list or { inner }
         local all_one = true
         for i, alt in ipairs(alts) do
-          if (inner.ops and i > 1 and inner.ops[i - 1] ~= "|") or #possible(alt, cfg, site_of) ~= 1 then
+          if (seq(inner) and i > 1 and inner.ops[i - 1] ~= "|") or #possible(alt, cfg, site_of) ~= 1 then
             all_one = false
           end
         end
