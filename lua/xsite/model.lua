@@ -145,10 +145,16 @@ function M.crossing(pattern, nA, nB)
   return min(1, cut / total), max(1, floor(cut + 0.5))
 end
 
+-- The compute part of the time on p nodes of one site (all that the time
+-- across the link takes of each site's).
+local function site_compute(site, app, p)
+  return app.ops / (p * site.cores * site.core_peak) + app.bytes / (p * site.mem_bw)
+end
+
 -- The parts of the time on p nodes of one site: compute, network, latency
 -- (numbers, no table: the policy evaluates this for every job).
 local function site_parts(site, app, p)
-  local compute = app.ops / (p * site.cores * site.core_peak) + app.bytes / (p * site.mem_bw)
+  local compute = site_compute(site, app, p)
   local network = p > 1 and app.exchange / (p * site.net_bw) or 0
   local latency = app.steps * rounds(app.pattern, p) * site.net_latency
   return compute, network, latency
@@ -195,7 +201,7 @@ end
 local function span_parts(cfg, app, nA, nB, link)
   local A, B = cfg.sites[1], cfg.sites[2]
   local p = nA + nB
-  local compute = max(site_parts(A, app, p), (site_parts(B, app, p)))
+  local compute = max(site_compute(A, app, p), site_compute(B, app, p))
   local f, flows = M.crossing(app.pattern, nA, nB)
   local net_bw = min(A.net_bw, B.net_bw)
   local network = (1 - f) * app.exchange / (p * net_bw)
