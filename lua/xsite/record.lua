@@ -28,20 +28,26 @@ M.VERSION = 1
 -- of the line (an admin_comment holds other text too).
 local FIND = "xsite v=%d+[^\n;]*"
 
+-- A byte as "%XX" (a function of the module: not a new closure a call).
+local function percent(c)
+  return string.format("%%%02X", c:byte())
+end
+
 local function encode(text)
-  return (text:gsub("[^%w_%-%.&|%[%]%(%)%*,!:+]", function(c)
-    return string.format("%%%02X", c:byte())
-  end))
+  return (text:gsub("[^%w_%-%.&|%[%]%(%)%*,!:+]", percent))
 end
 
 local function decode(text)
   return (text:gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end))
 end
 
+local HEAD = "xsite v=" .. M.VERSION .. " action="
+
 --- The record of a decision (xsite.policy.decide's table).  Built with few
 -- format calls: slurmctld runs this for every job under its locks.
 function M.format(d)
-  local head = "xsite v=" .. M.VERSION .. " action=" .. d.action .. " why=" .. d.why .. " mode=" .. d.mode ..
+  -- (M.VERSION is a number: written out once, not again for every record)
+  local head = HEAD .. d.action .. " why=" .. d.why .. " mode=" .. d.mode ..
     " n=" .. tostring(d.nodes)
   local tail = (d.min_nodes and d.min_nodes ~= d.nodes and " nmin=" .. d.min_nodes or "") ..
     (d.het and " het=" .. d.het or "") ..
