@@ -330,14 +330,15 @@ end
 -- The index of a configuration's nodes: per site, "prefix\0suffix" of each
 -- name (split at its last number) to its numbers by the length of their
 -- digits, each list sorted; per site, the names by their leading letters
--- (up to the first digit); and each site's place in the configuration's
--- order (`at`).
+-- (up to the first digit); each site's place in the configuration's
+-- order (`at`); and the site's place of each list of numbers
+-- (`site_of_list`).
 local indexes = setmetatable({}, { __mode = "k" })
 
 local function index_of(cfg)
   local idx = indexes[cfg]
   if idx then return idx end
-  idx = { by_lead = {}, at = {} }
+  idx = { by_lead = {}, at = {}, site_of_list = {} }
   for si, site in ipairs(cfg.sites) do
     idx.at[site] = si
     local by_key, by_lead = {}, {}
@@ -357,7 +358,10 @@ local function index_of(cfg)
       end
     end
     for _, by_len in pairs(by_key) do
-      for _, nums in pairs(by_len) do table.sort(nums) end
+      for _, nums in pairs(by_len) do
+        table.sort(nums)
+        idx.site_of_list[nums] = si
+      end
     end
     idx[si] = by_key
     idx.by_lead[si] = by_lead
@@ -472,18 +476,24 @@ end
 
 -- Unique counting (unique_tally): a node whose name has a number is a place
 -- in its index list; the places named are spans, each a number a * SPAN + b
--- in a list per index list (so that they sort as numbers: a list holds
--- fewer than SPAN nodes), after the site's index, merged at the end.  Any
--- other node is kept by name.  `u.named` adds up the names at the sites,
--- duplicates counted.
+-- (a list holds fewer than SPAN nodes, so they sort as numbers), kept per
+-- index list (one span as a number, more in a list) and merged at the end.
+-- Any other node is kept by name.  `u.named` adds up the names at the
+-- sites, duplicates counted.  The state (`UNIQUE`, `u` in the functions)
+-- and its `spans` are the module's, emptied after each count: slurmctld counts a list for every
+-- job that has one, and most have a span or two.
 local SPAN = 67108864   -- 2^26, written so that Lua 5.3's integers stay integers
+local UNIQUE = { spans = {}, named = 0 }
 
-local function unique_span(u, si, nums, a, b)
-  local list = u.spans[nums]
-  if list then
-    list[#list + 1] = a * SPAN + b
+local function unique_span(u, _, nums, a, b)
+  local spans, key = u.spans, a * SPAN + b
+  local had = spans[nums]
+  if had == nil then
+    spans[nums] = key
+  elseif type(had) == "number" then
+    spans[nums] = { had, key }
   else
-    u.spans[nums] = { si, a * SPAN + b }
+    had[#had + 1] = key
   end
   u.named = u.named + b - a + 1
 end
@@ -505,29 +515,42 @@ local function unique_literal(u, si, name)
   end
 end
 
+-- How many places merged spans cover: one span (a number), or a list.
+local function covered(spans)
+  if type(spans) == "number" then
+    local a = floor(spans / SPAN)
+    return spans - a * SPAN - a + 1
+  end
+  table.sort(spans)
+  local n, top = 0, 0
+  for k = 1, #spans do
+    local key = spans[k]
+    local a = floor(key / SPAN)
+    local b = key - a * SPAN
+    if a <= top then a = top + 1 end
+    if b >= a then n = n + b - a + 1 end
+    if b > top then top = b end
+  end
+  return n
+end
+
 -- Per site, how many of its nodes parsed items name, each once however
 -- often it is named (as Slurm counts a --nodelist), and how many names
 -- they have at the sites, duplicates counted.
 local function unique_tally(cfg, items)
-  local counts = zero_counts(cfg)
-  local u = { idx = index_of(cfg), counts = counts, spans = {}, named = 0 }
+  local counts, idx, u = zero_counts(cfg), index_of(cfg), UNIQUE
+  u.idx, u.counts, u.named, u.names = idx, counts, 0, nil
   local ok, err = walk(cfg, items, u, unique_literal, unique_span)
-  if not ok then return nil, err end
-  for _, list in pairs(u.spans) do
-    local si = list[1]
-    list[1] = -1
-    if #list > 2 then table.sort(list) end
-    local n, top = 0, 0
-    for k = 2, #list do
-      local key = list[k]
-      local a = floor(key / SPAN)
-      local b = key - a * SPAN
-      if a <= top then a = top + 1 end
-      if b >= a then n = n + b - a + 1 end
-      if b > top then top = b end
+  local spans, site_of_list = u.spans, idx.site_of_list
+  for nums, list in pairs(spans) do
+    if ok then
+      local si = site_of_list[nums]
+      counts[si] = counts[si] + covered(list)
     end
-    counts[si] = counts[si] + n
+    spans[nums] = nil
   end
+  u.idx, u.counts, u.names = nil, nil, nil
+  if not ok then return nil, err end
   return counts, u.named
 end
 
