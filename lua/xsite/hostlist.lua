@@ -29,9 +29,9 @@ M.MAX_LENGTH = 8192
 --- The longest job node list `site_counts` takes (a fragmented allocation
 -- of tens of thousands of nodes).
 M.MAX_NODELIST = 262144
---- The most (host expression with several bracket groups x configured node)
--- comparisons `sites` and `site_counts` make.
-M.MAX_MATCHES = 5000
+--- The most (configured node x range) comparisons `sites` and `site_counts`
+-- make for the items of an expression with several bracket groups.
+M.MAX_MATCHES = 10000
 
 local NAME_CHARS = "^[%w%-%_%.]*$"
 
@@ -406,9 +406,9 @@ local function walk(cfg, items, acc, literal, span)
   local budget = M.MAX_MATCHES
   for i = 1, #items do
     local parts = items[i]
-    local groups = 0
+    local groups, looks = 0, 0
     for k = 1, #parts do
-      if type(parts[k]) == "table" then groups = groups + 1 end
+      if type(parts[k]) == "table" then groups, looks = groups + 1, looks + #parts[k] end
     end
     if groups == 0 then
       local name = table.concat(parts)
@@ -440,11 +440,12 @@ local function walk(cfg, items, acc, literal, span)
       end
     else
       -- compare with the nodes whose name starts as the item's does, up to
-      -- its first digit (all of them when it starts with one or a group)
+      -- its first digit (all of them when it starts with one or a group);
+      -- a comparison costs up to a look at every range of the item
       local lead = type(parts[1]) == "string" and parts[1]:match("^%D+") or nil
       for si, site in ipairs(cfg.sites) do
         local candidates = lead and (idx.by_lead[si][lead] or NO_NAMES) or site.nodes
-        budget = budget - #candidates
+        budget = budget - #candidates * looks
         if budget < 0 then
           return nil, string.format("hostlist too complex to check (more than %d comparisons)", M.MAX_MATCHES)
         end

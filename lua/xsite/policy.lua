@@ -352,10 +352,18 @@ local function nodelist_refuses(job, site)
 end
 
 -- The sites that can hold the job and that its constraint and node list
--- allow: where it may be kept.
+-- allow (nodes to choose from: enough of them there): where it may be kept.
 local function one_site_choices(job)
   local sites = within(job.fitting, job.ua.sites)
   if #job.named == 1 then sites = within(sites, job.named) end
+  local pool = job.pool
+  if pool then
+    local out = {}
+    for _, s in ipairs(sites) do
+      if pool[s] >= job.n then out[#out + 1] = s end
+    end
+    sites = out
+  end
   return sites
 end
 
@@ -567,7 +575,7 @@ function M.decide(req)
   local het = req.het
   local fitting = {}
   for _, s in ipairs(cfg.sites) do
-    if (pool and pool[s] or #s.nodes) >= n then fitting[#fitting + 1] = s end
+    if #s.nodes >= n then fitting[#fitting + 1] = s end
   end
 
   local link = effective_link(cfg, req.link_state)
@@ -682,6 +690,10 @@ function M.decide(req)
   end
 
   if most == 1 and not het and not req.pin_one_node then
+    -- nodes to choose from at both sites: pinned all the same, as Slurm
+    -- may come to read them as nodes the job must have (a change of the
+    -- pending job that it refuses half-way leaves them so)
+    if pool and #named > 1 then return pin(job, "one-node", WHY["one-node"]) end
     return finish(d, req, "none", "one-node", WHY["one-node"])
   end
 

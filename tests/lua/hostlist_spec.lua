@@ -404,6 +404,19 @@ describe("xsite.hostlist without expanding", function()
     local s, err = hostlist.sites(table.concat(many, ","), cfg)
     assert.is_nil(s)
     assert.matches("too complex", err)
+    -- every range of an item of several groups counts against the bound:
+    -- 1300 of them in each group, against a site of 5000 such names
+    local big = h.config(table.concat({
+      "SiteName=a Nodes=r[10-59]n[100-199] Feature=site_a CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s " ..
+        "NetBandwidth=1GB/s NetLatency=1us",
+      "SiteName=b Nodes=b[1-4] Feature=site_b CoresPerNode=1 CorePeak=1GF MemBandwidth=1GB/s " ..
+        "NetBandwidth=1GB/s NetLatency=1us",
+      "LinkName=l Bandwidth=100MB/s Latency=1ms",
+    }, "\n"))
+    s, err = hostlist.sites(string.format("r[%s10-59]n[%s100-199]", ("9,"):rep(1300), ("9,"):rep(1300)), big)
+    assert.is_nil(s)
+    assert.matches("too complex", err)
+    assert.are.same({ 5000, { 5000, 0 } }, { select(2, hostlist.sites("r[10-59]n[100-199]", big)) })
     -- what a refused list had counted is not carried into the next count
     assert.is_nil(hostlist.sites("a[001-010]," .. table.concat(many, ","), cfg))
     local _, total, counts = hostlist.sites("a[005-006]", cfg)

@@ -285,10 +285,15 @@ describe("xsite.policy with a node list to choose from (Slurm 23.02 and later)",
   -- nodelist_min: the job's own --nodes minimum, on a Slurm that reads a
   -- longer --nodelist as the nodes to choose from
   it("takes a list longer than the job's minimum as nodes to choose from, not nodes it must have", function()
-    -- -N1 -w a1,b1: one node, at either site
+    -- -N1 -w a1,b1: one node, at either site; pinned all the same, as a
+    -- change Slurm refuses half-way leaves the list as nodes the job must
+    -- have
     local d = decide({ nodes = 1, nodelist_min = 1, req_nodes = "a1,b1" })
-    assert.are.equal("none", d.action)
+    assert.are.equal("pin", d.action)
     assert.are.equal("one-node", d.why)
+    assert.are.equal("[site_a|site_b]", d.features)
+    -- at one site: kept there
+    assert.are.equal("site_b", decide({ nodes = 1, nodelist_min = 1, req_nodes = "b[1-2]" }).features)
     -- the same on a Slurm that gives the job both (22.05)
     assert.are.equal("reject", decide({ nodes = 1, req_nodes = "a1,b1" }).action)
     -- and where the list is no longer than the minimum: every node
@@ -314,7 +319,13 @@ describe("xsite.policy with a node list to choose from (Slurm 23.02 and later)",
     -- nowhere enough: no site can hold it, and with the link down it is refused
     d = decide({ nodes = 3, nodelist_min = 3, req_nodes = "a[1-2],b[1-2]", link_state = { state = "down" } })
     assert.are.equal("reject", d.action)
-    assert.matches("no single site has 3 nodes", d.message, 1, true)
+    assert.matches("the link between the sites is down, and no site can take all 3 nodes among those --nodelist " ..
+      "names", d.message, 1, true)
+    -- a list with too few nodes at each site is no job too large for a
+    -- site: OversizeAction does not let it span
+    d = decide({ nodes = 3, nodelist_min = 3, req_nodes = "a[1-2],b[1-2]" }, "OversizeAction=warn")
+    assert.are.equal("reject", d.action)
+    assert.matches("no site can take all 3 nodes among those --nodelist names", d.message, 1, true)
   end)
 
   it("never spans with the link down, whatever the list", function()

@@ -1048,7 +1048,20 @@ describe("xsite.submit", function()
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_submit(n1(), old))
     local j = n1()
     assert.are.equal(0, submit.job_submit(j, new))
-    assert.matches("^xsite v=1 action=none why=one%-node", j.admin_comment)
+    assert.matches("^xsite v=1 action=pin why=one%-node", j.admin_comment)
+    -- pinned all the same: a change Slurm refuses half-way (an unknown
+    -- Reservation= with it) leaves such a list as nodes the job must have
+    assert.are.equal("[site_a|site_b]", j.features)
+    local plain = job({ min_nodes = 1, max_nodes = 0 })
+    assert.are.equal(0, submit.job_submit(plain, new))
+    -- (and a change that pins a job not kept at one site yet is made in
+    -- two, the site first)
+    local change = { req_nodes = "a1,b1", reservation = "nosuch" }
+    assert.are.equal(-1, submit.job_modify(change, { features = plain.features, admin_comment = plain.admin_comment,
+      spank_job_env = plain.spank_job_env, min_nodes = 1, max_nodes = 0, job_state = submit.JOB_PENDING,
+      user_id = 1001, het_job_id = 0, het_job_offset = 0, job_id = 7 }, new, 1001))
+    assert.matches("make it in two: first scontrol update JobId=7 Features='[site_a|site_b]'", new.user[#new.user],
+      1, true)
     -- -N2 -w a[1-2],b1: kept at a, where the list has two nodes
     j = job({ min_nodes = 2, max_nodes = 2, req_nodes = "a[1-2],b1" })
     assert.are.equal(0, submit.job_submit(j, new))
@@ -1062,7 +1075,7 @@ describe("xsite.submit", function()
     local rec = { features = j.features, admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
       min_nodes = 2, max_nodes = 2, job_state = submit.JOB_PENDING, user_id = 1001, het_job_id = 0,
       het_job_offset = 0 }
-    local change = { min_nodes = 3, max_nodes = 3 }
+    change = { min_nodes = 3, max_nodes = 3 }
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify(change, rec, new, 1001))
     assert.matches("--nodelist names nodes at both sites", new.user[#new.user], 1, true)
     change = { req_nodes = "a1,b[1-2]" }
