@@ -137,22 +137,16 @@ end
 -- The sites of a record's word (nodelist_word's, or "a+b" without counts
 -- from an older xsite), and per site how many nodes (nil without counts).
 local function parse_nodelist_word(cfg, word)
-  local named, counts = {}, {}
-  for si = 1, #cfg.sites do counts[si] = 0 end
-  for name, k in word:gmatch("([^+:]+):?(%d*)") do
-    local s = cfg.site_by_name[name]
-    if s then
-      named[#named + 1] = s
-      if k == "" then
-        counts = nil
-      elseif counts then
-        for si, site in ipairs(cfg.sites) do
-          if site == s then counts[si] = tonumber(k) end
-        end
-      end
-    end
+  local given = {}
+  for name, k in word:gmatch("([^+:]+):?(%d*)") do given[name] = k end
+  local named, counts, whole = {}, {}, true
+  for si, s in ipairs(cfg.sites) do
+    local k = given[s.name]
+    if k then named[#named + 1] = s end
+    if k == "" then whole = false end
+    counts[si] = tonumber(k) or 0
   end
-  return named, counts
+  return named, whole and counts or nil
 end
 
 --- Check a `--site-affinity` value: auto, pin, span or a site's name.
