@@ -334,6 +334,8 @@ end
 -- order (`at`); and the site's place of each list of numbers
 -- (`site_of_list`).
 local indexes = setmetatable({}, { __mode = "k" })
+-- The index's lists numbered without a gap, to their first number.
+local DENSE = setmetatable({}, { __mode = "k" })
 
 local function index_of(cfg)
   local idx = indexes[cfg]
@@ -361,6 +363,9 @@ local function index_of(cfg)
       for _, nums in pairs(by_len) do
         table.sort(nums)
         idx.site_of_list[nums] = si
+        -- numbered without a gap (no number twice: then the last would
+        -- be nearer the first)
+        if nums[#nums] - nums[1] == #nums - 1 then DENSE[nums] = nums[1] end
       end
     end
     idx[si] = by_key
@@ -370,8 +375,20 @@ local function index_of(cfg)
   return idx
 end
 
--- How many entries of a sorted list are below v.
+-- The least number of each digit length, whole numbers (Lua 5.3's
+-- integers, as the node numbers are: below's answers stay integers).
+local LEAST = {}
+for len = 1, 9 do LEAST[len] = floor(10 ^ (len - 1)) end
+
+-- How many entries of a sorted list are below v: arithmetic for a list
+-- without a gap (most sites number their nodes so), else a binary search.
 local function below(nums, v)
+  local first = DENSE[nums]
+  if first then
+    local k, n = v - first, #nums
+    if k < 0 then return 0 end
+    return k < n and k or n
+  end
   local lo, hi = 1, #nums + 1
   while lo < hi do
     local mid = floor((lo + hi) / 2)
@@ -429,7 +446,7 @@ local function walk(cfg, items, acc, literal, span)
             for k = 1, #ranges do
               local r = ranges[k]
               local lo, hi = r[1], r[2]
-              if len > r[3] and len > 1 then lo = math_max(lo, 10 ^ (len - 1)) end
+              if len > r[3] and len > 1 then lo = math_max(lo, LEAST[len]) end
               if len >= r[3] and lo <= hi then
                 local a, b = below(nums, lo) + 1, below(nums, hi + 1)
                 if a <= b then span(acc, si, nums, a, b) end

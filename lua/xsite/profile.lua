@@ -35,18 +35,16 @@ function M.parse_explicit(spec)
     return nil, "empty profile"
   end
   local prof = { name = spec, kind = "explicit" }
-  -- each item up to a comma (an empty one too), found with plain searches:
-  -- a new explicit profile is parsed under slurmctld's locks
+  -- each item up to a comma (an empty one too) in one match from where the
+  -- last ended: a new explicit profile is parsed under slurmctld's locks
   local pos, n = 1, #spec
   while pos <= n + 1 do
-    local comma = find(spec, ",", pos, true)
-    local last = comma and comma - 1 or n
-    local item = sub(spec, pos, last)
-    pos = last + 2
-    local key, value = match(item, "^%s*([%a_]+)%s*=%s*(.*)$")
+    local key, value, after = match(spec, "^%s*([%a_]+)%s*=%s*([^,]*)()", pos)
     if not key then
-      return nil, string.format("'%s' is not key=value", item)
+      local comma = find(spec, ",", pos, true)
+      return nil, string.format("'%s' is not key=value", sub(spec, pos, comma and comma - 1 or n))
     end
+    pos = after + 1
     -- the trailing blanks off in one pass ("^(.-)%s*$" backtracks over
     -- them once for every character before them)
     if value:find("%s$") then value = value:match("^(.*%S)") or "" end
@@ -132,12 +130,16 @@ function M.resolve(spec, cfg, tuned)
     return nil, string.format("%d characters, more than the %d it may have", #spec, M.MAX_TEXT)
   end
   if spec:find("=") then
-    -- explicit specs repeat (job arrays, scripts): parse each text once
+    -- explicit specs repeat (job arrays, scripts): parse each text once,
+    -- keeping the profile or the message (a string)
     local hit = explicit_cache[spec]
-    if hit then return hit[1], hit[2] end
+    if hit then
+      if type(hit) == "string" then return nil, hit end
+      return hit
+    end
     local prof, err = M.parse_explicit(spec)
     if explicit_cache_size >= M.EXPLICIT_CACHE_MAX then explicit_cache, explicit_cache_size = {}, 0 end
-    explicit_cache[spec] = { prof, err }
+    explicit_cache[spec] = prof or err
     explicit_cache_size = explicit_cache_size + 1
     return prof, err
   end

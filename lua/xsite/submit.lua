@@ -88,22 +88,30 @@ end
 -- is a count like any other (`-N1-65534`).
 local U16 = { ntasks_per_node = true, cpus_per_task = true, ntasks_per_tres = true }
 
+local NO_VAL, NO_VAL16, INFINITE, INFINITE16 = M.NO_VAL, M.NO_VAL16, M.INFINITE, M.INFINITE16
+
 -- Whether field `k`'s value `v` is given.
 local function given(k, v)
-  if U16[k] then return v ~= nil and v ~= M.NO_VAL16 and v ~= M.INFINITE16 end
-  return v ~= nil and v ~= M.NO_VAL and v ~= M.INFINITE
+  if U16[k] then return v ~= nil and v ~= NO_VAL16 and v ~= INFINITE16 end
+  return v ~= nil and v ~= NO_VAL and v ~= INFINITE
 end
 
 -- A 32-bit count given (not NO_VAL or INFINITE).
 local function set(v)
-  return given(nil, v)
+  return v ~= nil and v ~= NO_VAL and v ~= INFINITE
 end
 
--- A count of job_desc (or a job's view) given and above 0, or nil.
+-- A count of job_desc (or a job's view) given and above 0, or nil (`given`
+-- written out: a job's counts are read a dozen times for every job).
 local function count(job_desc, k)
   local v = job_desc[k]
-  if type(v) == "number" and given(k, v) and v > 0 then return v end
-  return nil
+  if type(v) ~= "number" or v <= 0 then return nil end
+  if U16[k] then
+    if v == NO_VAL16 or v == INFINITE16 then return nil end
+  elseif v == NO_VAL or v == INFINITE then
+    return nil
+  end
+  return v
 end
 
 --- The longest GRES request (tres_per_job) xsite reads; a longer one counts
