@@ -736,10 +736,22 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       return slurm.SUCCESS
     end
     -- The top of the job's node count: a new one bounds the job whatever
-    -- its tasks; `NumNodes=1-0` (0) means none.
+    -- its tasks; 0 or INFINITE (`NumNodes=1-0`, or from libslurm, which
+    -- sends what scontrol refuses) means none.
     local top, new_top = job_desc.max_nodes, true
-    if not set(top) then top, new_top = job_rec.max_nodes, false end
+    if top == nil or top == NO_VAL then top, new_top = job_rec.max_nodes, false end
     if not set(top) or top <= 0 then top = nil end
+    -- Without a top the job may have a node a task, and the job record has
+    -- no task count (its CPUs may be fewer: --overcommit, NumCPUs=): a
+    -- change that takes the top away brings its task count, or the job's
+    -- shape is unknown.
+    if new_top and not top and not count(job_desc, "num_tasks") then
+      local why = "NumNodes: a node count without a top lets the job have a node for each of its tasks, and xsite "
+        .. "cannot see a pending job's tasks; give NumTasks= with it"
+      slurm.log_user("xsite: %s", why)
+      slurm.log_info("xsite: job %s: %s (refused)", tostring(job_rec.job_id), why)
+      return M.ESLURM_INVALID_NODE_COUNT
+    end
     -- Slurm 26.05 gives a job with a task count and no top to its node
     -- count a top of its own, its task count (JOB_IMPLICIT_MAX_NODES), and
     -- raises it with the tasks after job_modify; job_submit/lua cannot tell

@@ -5,7 +5,8 @@
 # unprivileged user tries every way around a pin (docs/security.md, "What
 # Mode=enforce promises"): counted and bracketed constraints, a site named
 # inside an OR, node ranges, --nodelist at both sites (link up and down),
-# scontrol update of a pending job (also one Slurm applies in part),
+# scontrol update of a pending job (also one Slurm applies in part, and a
+# node count changed through libslurm, which takes what scontrol refuses),
 # heterogeneous jobs, --prefer, task counts that Slurm may spread, counts
 # without -N, --dependency=expand, huge node lists and a flood of distinct
 # profiles.  Every test judges by where the job actually ran (its NodeList,
@@ -141,6 +142,8 @@ setup_file() {
 	# that runs no job on fewer than two nodes
 	on_head scontrol create PartitionName=other Nodes=ALL
 	on_head scontrol create PartitionName=wide Nodes=ALL MinNodes=2
+	# a job owner's own libslurm program, for what scontrol does not send
+	gcc -O2 -o "$XT_STATE/work/job-update" "$XT_REPO/tests/integration/job-update.c" -lslurm
 }
 
 teardown_file() {
@@ -235,6 +238,27 @@ sites_printed() {
 		release "$JOB"
 		one_site "$JOB"
 	done
+}
+
+@test "4: a node count's top taken away through libslurm (which scontrol refuses to send) keeps the job's shape" {
+	local upd=$XT_STATE/work/job-update
+	# three tasks on one node of two CPUs (--overcommit: Slurm counts a CPU
+	# a node, not a task); alpha2 and beta2 excluded, so two nodes are
+	# alpha1 and beta1
+	try -H -N1 -n3 -O -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	# no top (0 or INFINITE) without the task count: Slurm would give the
+	# job a node a task, and the job record xsite sees has no task count
+	run as "$upd" "$JOB" min_nodes=1 max_nodes=0
+	((status == 1))
+	run as "$upd" "$JOB" min_nodes=1 max_nodes=infinite
+	((status == 1))
+	# with it, decided on it: two tasks, two nodes at most, pinned (the
+	# site first, as for any change that pins a one-node job)
+	update JobId="$JOB" 'Features=[site_alpha|site_beta]'
+	as "$upd" "$JOB" min_nodes=1 max_nodes=0 num_tasks=2
+	release "$JOB"
+	one_site "$JOB"
 }
 
 @test "a count in the constraint or --prefer of a job without -N does not span" {
@@ -406,6 +430,35 @@ chooses() {
 	update JobId="$JOB" ReqNodeList='alpha1,beta[1-2]'
 	release "$JOB"
 	one_site "$JOB"
+}
+
+@test "5: a node list change Slurm refuses half-way does not take a one-node job across" {
+	local one two at
+	# Slurm sets a new ReqNodeList, then stops at an unknown reservation and
+	# keeps the list as nodes the job must have, however many more than its
+	# minimum (which 23.02 and later read as nodes to choose from otherwise).
+	# The jobs wait for their begin time, not in a hold: a release is a
+	# change of its own, and Slurm reads the list again then.
+	try -n1 --begin=now+25 --wrap true
+	one=$JOB
+	try -n1 --begin=now+25 --wrap true
+	two=$JOB
+	[[ -n $one && -n $two ]]
+	# not kept at one site yet: refused (on 22.05 the list is two nodes the
+	# job must have, at both sites; later, one to choose, which pins it)
+	run update JobId="$one" ReqNodeList=alpha1,beta1 Reservation=nosuch
+	((status != 0))
+	# kept at one site first, as xsite's refusal says: the list is taken,
+	# and the job may run only at one site (here it cannot run at all:
+	# both nodes are required)
+	update JobId="$two" 'Features=[site_alpha|site_beta]'
+	run update JobId="$two" ReqNodeList=alpha1,beta1 Reservation=nosuch
+	((status != 0))
+	at=$(ran_at "$one" 60)
+	[[ $at == alpha || $at == beta ]]
+	# begun by now; given time to be scheduled
+	at=$(ran_at "$two" 15)
+	[[ $at != *+* ]]
 }
 
 @test "6: the components of a heterogeneous job run at one site" {

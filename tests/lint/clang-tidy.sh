@@ -74,8 +74,9 @@ main() {
   # MPI programs: the ping-pong, the MPI tests and the benchmarks
   group "$no_mpi" mpi-wrappers/*.c tests/mpi/*.c tests/bench/*.c -- \
     -std=gnu11 -Impi-wrappers/libxsite "${mpi[@]}"
-  # the testbed's link emulator
+  # the testbed's link emulator, and the hostile tests' libslurm program
   group "" tests/testbed/linkemu/*.c -- -std=gnu11
+  group "" tests/integration/*.c -- -std=gnu11 "${slurm[@]}"
   tap_done
 }
 

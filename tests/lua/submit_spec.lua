@@ -869,10 +869,23 @@ describe("xsite.submit", function()
   it("decides a pending job again on NumNodes=1-0, a 65534 count or TresPerJob=", function()
     setup_conf(CONF)
     local NO = { max_nodes = 0, min_cpus = 1 }
-    -- -n4 (pinned, up to four nodes), then NumNodes=1-0 (no limit): still pinned
-    local rc, c = modify({ min_nodes = 1, num_tasks = 4 }, { min_nodes = 1, max_nodes = 0 }, 1001, NO)
+    -- -n4 (pinned, up to four nodes), then NumNodes=1-0 (no limit) with
+    -- NumTasks=4: still pinned
+    local rc, c = modify({ min_nodes = 1, num_tasks = 4 }, { min_nodes = 1, max_nodes = 0, num_tasks = 4 }, 1001, NO)
     assert.are.equal(0, rc)
     assert.are.equal("[site_a|site_b]", c.features)
+    -- without NumTasks=, the job's tasks are unknown (the record has none,
+    -- and --overcommit or NumCPUs= make its CPUs fewer): a top of 0 or
+    -- INFINITE (libslurm sends what scontrol refuses) is refused, whoever
+    -- asks
+    for _, top in ipairs({ 0, submit.INFINITE }) do
+      for _, uid in ipairs({ 1001, 0 }) do
+        local s
+        rc, _, s = modify({ min_nodes = 1, num_tasks = 1 }, { min_nodes = 1, max_nodes = top }, uid, NO)
+        assert.are.equal(submit.ESLURM_INVALID_NODE_COUNT, rc)
+        assert.matches("^xsite: NumNodes: a node count without a top .* give NumTasks= with it$", s.user[#s.user])
+      end
+    end
     -- a one-node job given NumTasks=65534 or TresPerJob=gres/gpu:4
     for _, change in ipairs({ { num_tasks = 65534 }, { tres_per_job = "gres/gpu:4" } }) do
       local s
