@@ -532,10 +532,12 @@ chooses() {
 	try -N1-65534 --wrap true
 	[[ -n $JOB ]]
 	one_site "$JOB"
-	# NumNodes=1-0 (no top) of a pending job that spreads its tasks
+	# no top (0) for a pending job that spreads its tasks, through libslurm
+	# (scontrol refuses to send NumNodes=1-0): refused without NumTasks=
 	try -H -n2 --spread-job -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
-	update JobId="$JOB" NumNodes=1-0 || true
+	run as "$XT_STATE/work/job-update" "$JOB" min_nodes=1 max_nodes=0
+	((status == 1))
 	release "$JOB"
 	not_both "$JOB"
 	on_head scancel "$JOB"
