@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (slurm_update_job(&desc) != SLURM_SUCCESS) {
-		fprintf(stderr, "job-update: job %u: %s\n", job_id, slurm_strerror(slurm_get_errno()));
+		fprintf(stderr, "job-update: job %u: %s\n", job_id, slurm_strerror(errno));
 		return 1;
 	}
 	return 0;
