@@ -294,10 +294,22 @@ local function busy_text(b)
     b.held.total, b.need, wait_text(b.link))
 end
 
+-- Whether the job must be kept at one site by that site's own feature, not
+-- by a choice of sites (`[a|b]`): its --nodelist names nodes to choose from
+-- at both sites.  Slurm reads such a list as nodes the job must have again
+-- whenever a change of the pending job fails half-way (each change starts
+-- from the list as given, and only its end reads it as nodes to choose
+-- from), and a choice of sites does not hold nodes the job must have to
+-- one site (on the testbed, Slurm 24.11: a job of [site_alpha|site_beta]
+-- ran on alpha1 and beta1).
+local function single_site(job)
+  return job.pool ~= nil and #job.named > 1
+end
+
 -- Whether the user's own constraint (`a`: the job's ua or pa) keeps the
 -- job at one of the sites of `allowed` already.
 local function kept_within(job, a, allowed)
-  return not job.het and a.one_site and all_in(a.sites, allowed)
+  return not job.het and a.one_site and all_in(a.sites, allowed) and (#a.sites == 1 or not single_site(job))
 end
 
 -- Add the site constraint `add` for `allowed` to the user's own `own`
@@ -367,6 +379,15 @@ local function pin(job, why, text)
   local sites = one_site_choices(job)
   local het, named, ua = job.het, job.named, job.ua
   if het then sites = { sites[1] } end
+  if #sites > 1 and single_site(job) then
+    -- the site with the most of the nodes to choose from (the first of
+    -- equals)
+    local best = sites[1]
+    for _, s in ipairs(sites) do
+      if job.pool[s] > job.pool[best] then best = s end
+    end
+    sites = { best }
+  end
   if #sites == 0 then
     return finish(job.d, job.req, "reject", why == "user-pin" and "oversize" or why, string.format(
       "%s, and no site can take all %d nodes%s", text, job.n,
@@ -437,7 +458,8 @@ end
 --   heterogeneous job's component: the site all its components go to, or
 --   "span"), `link_wait` and `site_wait` (seconds, when the link's
 --   licenses were all held: the estimated waits for them and for one site;
---   nil for never)
+--   nil for never), `single_site` (true when its --nodelist names nodes to
+--   choose from at both sites: only a site's own feature keeps it at one)
 function M.decide(req)
   local cfg = req.cfg
   local pol = cfg.policy
@@ -591,6 +613,7 @@ function M.decide(req)
   local job = { d = d, req = req, n = n, het = het, user = user, ua = ua, prefer = prefer, pa = pa, named = named,
     pool = pool, fitting = fitting, ev = ev, affinity = affinity, link_down = link_down,
     override_span = req.override ~= nil and affinity == "span" }
+  d.single_site = single_site(job) or nil
 
   -- A heterogeneous job's later component: where its first one went.
   if het and (het.offset > 0 or het.site) then

@@ -862,7 +862,11 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       -- and not at all when a field of it fails in between (Slurm keeps
       -- what it set; some fields, Deadline for one, job_submit/lua does
       -- not even show).  Unless the job is kept at one site already, the
-      -- change is made in two.
+      -- change is made in two.  Kept at either site is not enough for a
+      -- job whose node list names nodes to choose from at both: Slurm
+      -- would hold it to neither once it read them as nodes the job must
+      -- have, as it does after a change that fails half-way.
+      if d.single_site and one_site_now and #now.sites > 1 then one_site_now = false end
       -- Its Features keep it at one site, and its --prefer with them: a job
       -- decided so from its submission on (keeps=prefer; not one accepted
       -- under Mode=advise or by an earlier xsite, whose preference may not)

@@ -290,7 +290,8 @@ with_link_state() {
     want=1 decided="reject nodelist"
   fi
   # on 23.02 and later the nodes to choose from: one node at either site,
-  # pinned (a change Slurm refuses half-way may leave them nodes it must have)
+  # pinned, to a site of its own (a change Slurm refuses half-way may leave
+  # them nodes it must have)
   run -"$want" xsite --config "$TESTBED" explain --nodes 1 --nodelist alpha1,beta1 --json
   run -0 jq -r '"\(.action) \(.why)"' <<<"$output"
   assert_output "$decided"

@@ -433,12 +433,14 @@ chooses() {
 }
 
 @test "5: a node list change Slurm refuses half-way does not take a one-node job across" {
-	local one two at
-	# Slurm sets a new ReqNodeList, then stops at an unknown reservation and
-	# keeps the list as nodes the job must have, however many more than its
-	# minimum (which 23.02 and later read as nodes to choose from otherwise).
-	# The jobs wait for their begin time, not in a hold: a release is a
-	# change of its own, and Slurm reads the list again then.
+	local one two three='' at
+	# Slurm starts each change of a pending job from its node list as given,
+	# nodes the job must have; only the change's end reads a list longer
+	# than the job's minimum as nodes to choose from (23.02 and later).  A
+	# change that fails on its way (an unknown reservation) leaves them so,
+	# and a choice of sites ([site_alpha|site_beta]) does not hold nodes a
+	# job must have at one site.  The jobs wait for their begin time, not in
+	# a hold: a release is a change of its own.
 	try -n1 --begin=now+25 --wrap true
 	one=$JOB
 	try -n1 --begin=now+25 --wrap true
@@ -448,17 +450,32 @@ chooses() {
 	# job must have, at both sites; later, one to choose, which pins it)
 	run update JobId="$one" ReqNodeList=alpha1,beta1 Reservation=nosuch
 	((status != 0))
-	# kept at one site first, as xsite's refusal says: the list is taken,
-	# and the job may run only at one site (here it cannot run at all:
-	# both nodes are required)
+	# kept at either site: refused too; kept at one, taken, and the job
+	# cannot run at both (here not at all: both nodes are required)
 	update JobId="$two" 'Features=[site_alpha|site_beta]'
 	run update JobId="$two" ReqNodeList=alpha1,beta1 Reservation=nosuch
 	((status != 0))
+	update JobId="$two" Features=site_alpha
+	run update JobId="$two" ReqNodeList=alpha1,beta1 Reservation=nosuch
+	((status != 0))
+	if chooses; then
+		# nodes to choose from at both sites from the submission on: any
+		# change that fails makes them nodes the job must have again
+		try -N1 -w alpha1,beta1 --begin=now+25 --wrap true
+		three=$JOB
+		[[ -n $three ]]
+		run update JobId="$three" Reservation=nosuch
+		((status != 0))
+	fi
 	at=$(ran_at "$one" 60)
 	[[ $at == alpha || $at == beta ]]
 	# begun by now; given time to be scheduled
 	at=$(ran_at "$two" 15)
 	[[ $at != *+* ]]
+	if [[ -n $three ]]; then
+		at=$(ran_at "$three" 15)
+		[[ $at != *+* ]]
+	fi
 }
 
 @test "6: the components of a heterogeneous job run at one site" {

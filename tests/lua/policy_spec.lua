@@ -287,11 +287,24 @@ describe("xsite.policy with a node list to choose from (Slurm 23.02 and later)",
   it("takes a list longer than the job's minimum as nodes to choose from, not nodes it must have", function()
     -- -N1 -w a1,b1: one node, at either site; pinned all the same, as a
     -- change Slurm refuses half-way leaves the list as nodes the job must
-    -- have
+    -- have; and to one site by its own feature, as a choice of sites
+    -- ([site_a|site_b]) does not hold nodes a job must have (the first of
+    -- the sites with the most of the list's nodes)
     local d = decide({ nodes = 1, nodelist_min = 1, req_nodes = "a1,b1" })
     assert.are.equal("pin", d.action)
     assert.are.equal("one-node", d.why)
-    assert.are.equal("[site_a|site_b]", d.features)
+    assert.are.equal("site_a", d.features)
+    assert.are.equal("site_b", decide({ nodes = 1, nodelist_min = 1, req_nodes = "a1,b[1-2]" }).features)
+    -- a choice of sites of the user's own gets the site too, in
+    -- --constraint and --prefer
+    d = decide({ nodes = 1, nodelist_min = 1, req_nodes = "a1,b1", features = "[site_a|site_b]",
+      prefer = "site_a|site_b" })
+    assert.are.equal("[site_a|site_b]&site_a", d.features)
+    assert.are.equal("(site_a|site_b)&[site_a|site_b]&site_a", d.prefer)
+    -- one that names a site already keeps the job there
+    d = decide({ nodes = 1, nodelist_min = 1, req_nodes = "a1,b1", features = "site_b&ib" })
+    assert.are.equal("site", d.action)
+    assert.is_nil(d.features)
     -- at one site: kept there
     assert.are.equal("site_b", decide({ nodes = 1, nodelist_min = 1, req_nodes = "b[1-2]" }).features)
     -- the same on a Slurm that gives the job both (22.05)
@@ -332,7 +345,7 @@ describe("xsite.policy with a node list to choose from (Slurm 23.02 and later)",
     local d = decide({ nodes = 2, nodelist_min = 2, req_nodes = "a[1-2],b[1-3]", affinity = "span",
       profile = "quiet", link_state = { state = "down" } })
     assert.are.equal("pin", d.action)
-    assert.are.equal("[site_a|site_b]", d.features)
+    assert.are.equal("site_b", d.features)
   end)
 
   it("keeps a job whose list is at one site there", function()

@@ -1063,8 +1063,9 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(j, new))
     assert.matches("^xsite v=1 action=pin why=one%-node", j.admin_comment)
     -- pinned all the same: a change Slurm refuses half-way (an unknown
-    -- Reservation= with it) leaves such a list as nodes the job must have
-    assert.are.equal("[site_a|site_b]", j.features)
+    -- Reservation= with it) leaves such a list as nodes the job must have,
+    -- which a choice of sites does not hold at one: to a site's own feature
+    assert.are.equal("site_a", j.features)
     local plain = job({ min_nodes = 1, max_nodes = 0 })
     assert.are.equal(0, submit.job_submit(plain, new))
     -- (and a change that pins a job not kept at one site yet is made in
@@ -1073,8 +1074,26 @@ describe("xsite.submit", function()
     assert.are.equal(-1, submit.job_modify(change, { features = plain.features, admin_comment = plain.admin_comment,
       spank_job_env = plain.spank_job_env, min_nodes = 1, max_nodes = 0, job_state = submit.JOB_PENDING,
       user_id = 1001, het_job_id = 0, het_job_offset = 0, job_id = 7 }, new, 1001))
-    assert.matches("make it in two: first scontrol update JobId=7 Features='[site_a|site_b]'", new.user[#new.user],
-      1, true)
+    assert.matches("make it in two: first scontrol update JobId=7 Features='site_a'", new.user[#new.user], 1, true)
+    -- so is one of a job kept at either site by its Features, the site
+    -- first; a job kept at one site already takes it at once
+    local pinned = job({ min_nodes = 2, max_nodes = 2 })
+    assert.are.equal(0, submit.job_submit(pinned, new))
+    assert.are.equal("[site_a|site_b]", pinned.features)
+    for _, features in ipairs({ "[site_a|site_b]", "site_b" }) do
+      change = { req_nodes = "a[1-2],b[1-3]", reservation = "nosuch" }
+      local rc = submit.job_modify(change, { features = features, admin_comment = pinned.admin_comment,
+        spank_job_env = pinned.spank_job_env, min_nodes = 2, max_nodes = 2, job_state = submit.JOB_PENDING,
+        user_id = 1001, het_job_id = 0, het_job_offset = 0, job_id = 8 }, new, 1001)
+      if features == "site_b" then
+        assert.are.equal(0, rc)
+        assert.are.equal("site_b", change.features)
+      else
+        assert.are.equal(-1, rc)
+        assert.matches("make it in two: first scontrol update JobId=8 Features='site_b'", new.user[#new.user], 1,
+          true)
+      end
+    end
     -- -N2 -w a[1-2],b1: kept at a, where the list has two nodes
     j = job({ min_nodes = 2, max_nodes = 2, req_nodes = "a[1-2],b1" })
     assert.are.equal(0, submit.job_submit(j, new))
