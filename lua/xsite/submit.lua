@@ -741,11 +741,14 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     local top, new_top = job_desc.max_nodes, true
     if top == nil or top == NO_VAL then top, new_top = job_rec.max_nodes, false end
     if not set(top) or top <= 0 then top = nil end
-    -- Without a top the job may have a node a task, and the job record has
-    -- no task count (its CPUs may be fewer: --overcommit, NumCPUs=): a
-    -- change that takes the top away brings its task count, or the job's
-    -- shape is unknown.
-    if new_top and not top and not count(job_desc, "num_tasks") then
+    -- Two changes whose shape xsite cannot know are refused under
+    -- Mode=enforce (Mode=advise refuses no change).  Without a top the job
+    -- may have a node a task, and the job record has no task count (its
+    -- CPUs may be fewer: --overcommit, NumCPUs=): a change that takes the
+    -- top away brings its task count.
+    local pol = policy_in_force()
+    local enforcing = pol ~= nil and pol.mode == "enforce"
+    if enforcing and new_top and not top and not count(job_desc, "num_tasks") then
       local why = "NumNodes: a node count without a top lets the job have a node for each of its tasks, and xsite "
         .. "cannot see a pending job's tasks; give NumTasks= with it"
       slurm.log_user("xsite: %s", why)
@@ -758,7 +761,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     -- it from a top the owner gave.  More tasks than the top without a new
     -- top: either shape may be the job's, so the change is refused.
     local tasks = count(job_desc, "num_tasks")
-    if tasks and top and not new_top and tasks > top then
+    if enforcing and tasks and top and not new_top and tasks > top then
       local why = string.format("NumTasks=%d: more tasks than the job's top of %d node(s), which Slurm may "
         .. "raise with them; give NumNodes=MIN-MAX with NumTasks", tasks, top)
       slurm.log_user("xsite: %s", why)

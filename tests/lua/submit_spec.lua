@@ -886,6 +886,11 @@ describe("xsite.submit", function()
         assert.matches("^xsite: NumNodes: a node count without a top .* give NumTasks= with it$", s.user[#s.user])
       end
     end
+    -- Mode=advise refuses no change
+    setup_conf(CONF .. "Mode=advise\n")
+    rc = modify({ min_nodes = 1, num_tasks = 1 }, { min_nodes = 1, max_nodes = 0 }, 1001, NO)
+    assert.are.equal(0, rc)
+    setup_conf(CONF)
     -- a one-node job given NumTasks=65534 or TresPerJob=gres/gpu:4
     for _, change in ipairs({ { num_tasks = 65534 }, { tres_per_job = "gres/gpu:4" } }) do
       local s
