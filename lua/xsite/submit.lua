@@ -742,30 +742,29 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     if top == nil or top == NO_VAL then top, new_top = job_rec.max_nodes, false end
     if not set(top) or top <= 0 then top = nil end
     -- Two changes whose shape xsite cannot know are refused under
-    -- Mode=enforce (Mode=advise refuses no change).  Without a top the job
-    -- may have a node a task, and the job record has no task count (its
-    -- CPUs may be fewer: --overcommit, NumCPUs=): a change that takes the
-    -- top away brings its task count.
+    -- Mode=enforce (Mode=advise refuses no change), with what to give too.
+    -- Without a top the job may have a node a task, and the job record has
+    -- no task count (its CPUs may be fewer: --overcommit, NumCPUs=): a
+    -- change that takes the top away brings its task count.  Slurm 26.05
+    -- gives a job with a task count and no top to its node count a top of
+    -- its own, its task count (JOB_IMPLICIT_MAX_NODES), and raises it with
+    -- the tasks after job_modify; job_submit/lua cannot tell it from a top
+    -- the owner gave: more tasks than the top without a new top may be
+    -- either shape.
     local pol = policy_in_force()
-    local enforcing = pol ~= nil and pol.mode == "enforce"
-    if enforcing and new_top and not top and not count(job_desc, "num_tasks") then
-      local why = "NumNodes: a node count without a top lets the job have a node for each of its tasks, and xsite "
-        .. "cannot see a pending job's tasks; give NumTasks= with it"
-      slurm.log_user("xsite: %s", why)
-      slurm.log_info("xsite: job %s: %s (refused)", tostring(job_rec.job_id), why)
-      return M.ESLURM_INVALID_NODE_COUNT
+    local tasks, unknown = count(job_desc, "num_tasks"), nil
+    if pol and pol.mode == "enforce" then
+      if new_top and not top and not tasks then
+        unknown = "NumNodes: a node count without a top lets the job have a node for each of its tasks, and xsite "
+          .. "cannot see a pending job's tasks; give NumTasks= with it"
+      elseif tasks and top and not new_top and tasks > top then
+        unknown = string.format("NumTasks=%d: more tasks than the job's top of %d node(s), which Slurm may "
+          .. "raise with them; give NumNodes=MIN-MAX with NumTasks", tasks, top)
+      end
     end
-    -- Slurm 26.05 gives a job with a task count and no top to its node
-    -- count a top of its own, its task count (JOB_IMPLICIT_MAX_NODES), and
-    -- raises it with the tasks after job_modify; job_submit/lua cannot tell
-    -- it from a top the owner gave.  More tasks than the top without a new
-    -- top: either shape may be the job's, so the change is refused.
-    local tasks = count(job_desc, "num_tasks")
-    if enforcing and tasks and top and not new_top and tasks > top then
-      local why = string.format("NumTasks=%d: more tasks than the job's top of %d node(s), which Slurm may "
-        .. "raise with them; give NumNodes=MIN-MAX with NumTasks", tasks, top)
-      slurm.log_user("xsite: %s", why)
-      slurm.log_info("xsite: job %s: %s (refused)", tostring(job_rec.job_id), why)
+    if unknown then
+      slurm.log_user("xsite: %s", unknown)
+      slurm.log_info("xsite: job %s: %s (refused)", tostring(job_rec.job_id), unknown)
       return M.ESLURM_INVALID_NODE_COUNT
     end
     local view = setmetatable({
