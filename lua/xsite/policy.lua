@@ -121,34 +121,6 @@ end
 -- that names no nodes.
 local NONE = {}
 
--- The record's word for the nodes --nodelist names: per site, its name and
--- how many of its nodes ("a:2+b:1").
-local function nodelist_word(cfg, counts)
-  local word
-  for si, s in ipairs(cfg.sites) do
-    if counts[si] > 0 then
-      local w = s.name .. ":" .. counts[si]
-      word = word and word .. "+" .. w or w
-    end
-  end
-  return word
-end
-
--- The sites of a record's word (nodelist_word's, or "a+b" without counts
--- from an older xsite), and per site how many nodes (nil without counts).
-local function parse_nodelist_word(cfg, word)
-  local given = {}
-  for name, k in word:gmatch("([^+:]+):?(%d*)") do given[name] = k end
-  local named, counts, whole = {}, {}, true
-  for si, s in ipairs(cfg.sites) do
-    local k = given[s.name]
-    if k then named[#named + 1] = s end
-    if k == "" then whole = false end
-    counts[si] = tonumber(k) or 0
-  end
-  return named, whole and counts or nil
-end
-
 --- Check a `--site-affinity` value: auto, pin, span or a site's name.
 -- @return true, or nil and a message listing the valid values
 function M.check_affinity(cfg, value)
@@ -551,7 +523,7 @@ function M.decide(req)
     end
     named, listed, counts = sites, count, per
   elseif req.nodelist_sites then
-    named, counts = parse_nodelist_word(cfg, req.nodelist_sites)
+    named, counts = record.nodelist_sites(cfg, req.nodelist_sites)
     if counts then
       listed = 0
       for si = 1, #counts do listed = listed + counts[si] end
@@ -564,7 +536,7 @@ function M.decide(req)
   elseif listed and not choose and listed > n then
     n = listed
   end
-  if #named > 0 then d.nodelist_sites = counts and nodelist_word(cfg, counts) or site_names(named, "+") end
+  if #named > 0 then d.nodelist_sites = counts and record.nodelist_word(cfg, counts) or site_names(named, "+") end
 
   -- The profile last of the request's parts: parsing a new explicit one
   -- costs the most, and a request refused for its constraint or node list

@@ -83,6 +83,39 @@ function M.parse(text)
   return out
 end
 
+--- The record's word for the nodes a job's --nodelist names (`wsites`):
+-- per site of the configuration, in its order, its name and how many of
+-- its nodes ("a:2+b:1"); nil when it names none of them.
+-- @param cfg a configuration (xsite.config)
+-- @param counts per site, in the configuration's order, how many nodes
+function M.nodelist_word(cfg, counts)
+  local word
+  for si, s in ipairs(cfg.sites) do
+    if counts[si] > 0 then
+      local w = s.name .. ":" .. counts[si]
+      word = word and word .. "+" .. w or w
+    end
+  end
+  return word
+end
+
+--- The sites of a `wsites` word (nodelist_word's, or "a+b" without counts
+-- from an older xsite), and per site how many nodes (nil without counts).
+-- @return a list of the configuration's sites, and an array of counts in
+--   its order or nil
+function M.nodelist_sites(cfg, word)
+  local given = {}
+  for name, k in word:gmatch("([^+:]+):?(%d*)") do given[name] = k end
+  local named, counts, whole = {}, {}, true
+  for si, s in ipairs(cfg.sites) do
+    local k = given[s.name]
+    if k then named[#named + 1] = s end
+    if k == "" then whole = false end
+    counts[si] = tonumber(k) or 0
+  end
+  return named, whole and counts or nil
+end
+
 --- The record's own text in a text, or nil.
 function M.find(text)
   if type(text) ~= "string" then return nil end

@@ -515,6 +515,17 @@ local function internal_error(slurm, err, refuse, what, user_says)
   return slurm.SUCCESS
 end
 
+-- A record's word for a node list (`wsites`) for the job's owner: "nodes:
+-- 2 at a, 1 at b", or "no node list".
+local function list_text(word)
+  if not word then return "no node list" end
+  local parts = {}
+  for name, k in word:gmatch("([^+:]+):?(%d*)") do
+    parts[#parts + 1] = (k ~= "" and k or "some") .. " at " .. name
+  end
+  return "nodes: " .. table.concat(parts, ", ")
+end
+
 -- An owner's change refused for where it would leave the job: the reason
 -- to the owner and, as scontrol shows none of job_modify's messages, to
 -- slurmctld's log.
@@ -613,13 +624,18 @@ end
 M.RECHECK = "xsite recheck"
 
 --- The request in an AdminComment being set (see RECHECK), or nil.
--- "xsite recheck[ held=user|admin][ unkept]" (unkept: the job was kept at
--- one site and its constraint or preference no longer keeps it there).
--- @return { held = "user"|"admin"|nil, unkept = true|nil }
+-- "xsite recheck[ held=user|admin][ unkept][ wsites=WORD]" (unkept: the
+-- job was kept at one site and its constraint or preference or node list
+-- no longer keeps it there; wsites: the sites of the job's node list as
+-- squeue shows it, the record's word for them or "-" for none, which the
+-- job record job_submit/lua shows lacks).
+-- @return { held = "user"|"admin"|nil, unkept = true|nil, wsites = WORD|nil }
 function M.recheck_request(text)
   if type(text) ~= "string" or text:sub(1, #M.RECHECK) ~= M.RECHECK then return nil end
   local rest = text:sub(#M.RECHECK + 1)
   local req = {}
+  local before, wsites = rest:match("^(.-) wsites=([%w_%-%.:+]+)$")
+  if before then rest, req.wsites = before, wsites end
   if rest:sub(-7) == " unkept" then
     req.unkept = true
     rest = rest:sub(1, -8)
@@ -810,7 +826,15 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     local extra = { features = user, prefer = prefer, req_nodes = job_desc.req_nodes, licenses = own,
       floor = M.partition_floor(job_desc.partition ~= "" and job_desc.partition or job_rec.partition, part_list,
         top), pin_one_node = recheck and recheck.link == "down" }
-    if extra.req_nodes == nil and prev then extra.nodelist_sites = prev.wsites end
+    -- the sites of the job's node list: a new list; else root's request
+    -- says them (xsite load reads them from squeue); else the record's
+    if extra.req_nodes == nil then
+      if recheck and recheck.wsites then
+        extra.nodelist_sites = recheck.wsites ~= "-" and recheck.wsites or nil
+      elseif prev then
+        extra.nodelist_sites = prev.wsites
+      end
+    end
     extra.topless = top == nil
     local offset = job_rec.het_job_offset
     if set(job_rec.het_job_id) and job_rec.het_job_id > 0 and set(offset) and prev then
@@ -855,6 +879,19 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     end
     -- (Mode=advise refuses no change: it promises nothing)
     local enforced = cfg and cfg.policy.mode == "enforce" and not M.privileged(modify_uid)
+    -- Every later decision reads the sites of the job's node list from its
+    -- record (the job record job_submit/lua shows has no node list), which
+    -- only root and SlurmUser may write: an owner's new list must have as
+    -- many nodes at each site as the record says.  Taking the list away is
+    -- taken: a record naming nodes the job no longer must have only keeps
+    -- later decisions to fewer sites.
+    if rc == slurm.SUCCESS and d and enforced and job_desc.req_nodes and job_desc.req_nodes ~= "" and
+        (d.nodelist_sites or "-") ~= (prev and prev.wsites or "-") then
+      return refuse_change(slurm, job_rec, string.format("ReqNodeList: xsite decides each later change of the "
+        .. "job from the sites of its node list as its submission recorded them (%s), which only root can "
+        .. "change; a list with other nodes at each site needs the job submitted again with --nodelist",
+        list_text(prev and prev.wsites)))
+    end
     -- whether the job's Features keep it at one site now (both rules below)
     local now = enforced and job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)
     local one_site_now = now and now.one_site or false

@@ -223,15 +223,23 @@ sites_printed() {
 @test "4: scontrol update of a pending job cannot remove or sidestep the pin" {
 	local change
 	for change in 'Features=ib' 'Features=' 'NumNodes=1-4' 'Partition=other' 'ExcNodeList=alpha1' \
-		'Features=site_beta|ib' 'ReqNodeList=beta1'; do
+		'Features=site_beta|ib'; do
 		try -H -N2 --wrap true
 		[[ -n $JOB ]]
 		update JobId="$JOB" "$change"
 		release "$JOB"
 		one_site "$JOB"
 	done
-	# updates that would make it span are refused, naming what
-	for change in 'Features=[site_alpha*1&site_beta*1]' 'ReqNodeList=alpha1,beta1'; do
+	# a node list of as many nodes at each site as the submission's
+	try -H -N2 -w beta2 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" ReqNodeList=beta1
+	release "$JOB"
+	one_site "$JOB"
+	# updates that would make it span are refused, naming what; so is a
+	# node list the job's record does not have (every later change is
+	# decided from the record's)
+	for change in 'Features=[site_alpha*1&site_beta*1]' 'ReqNodeList=alpha1,beta1' 'ReqNodeList=beta1'; do
 		try -H -N2 --wrap true
 		[[ -n $JOB ]]
 		run ! update JobId="$JOB" "$change"
@@ -365,6 +373,32 @@ sites_printed() {
 	on_head scancel "$one" "$two"
 }
 
+@test "5: a job with nodes to choose from at both sites, taken to a choice of sites under Mode=advise, is kept at one site again" {
+	chooses || skip "Slurm before 23.02 reads such a list as nodes the job must have"
+	local conf=$XT_STATE/etc/xsite.conf job at
+	cp "$conf" "$BATS_TEST_TMPDIR/xsite.conf"
+	# kept at one site by that site's feature under Mode=enforce; its owner
+	# makes that a choice of sites under Mode=advise (as an xsite before
+	# left such jobs), which does not hold nodes the job must have
+	try -N1 -w alpha1,beta1 --begin=now+40 --wrap true
+	job=$JOB
+	[[ -n $job ]]
+	sed -E 's/^Mode=.*/Mode=advise/' "$BATS_TEST_TMPDIR/xsite.conf" >"$conf.new"
+	mv "$conf.new" "$conf"
+	sleep 6
+	run -0 update JobId="$job" 'Features=[site_alpha|site_beta]'
+	cp "$BATS_TEST_TMPDIR/xsite.conf" "$conf.new"
+	mv "$conf.new" "$conf"
+	# xsite load has it decided again: kept at one site by its feature
+	until_record "$job" ' recheck=up'
+	# a change that fails half-way makes the nodes ones the job must have
+	run update JobId="$job" Reservation=nosuch
+	((status != 0))
+	# (it may not run at all: both nodes, one at a site it is not kept at)
+	at=$(ran_at "$job" 60)
+	[[ $at != *+* ]]
+}
+
 @test "a job that would grow another (--dependency=expand) is refused" {
 	try -H -N1 --wrap true
 	[[ -n $JOB ]]
@@ -427,7 +461,8 @@ chooses() {
 	try -H -N2 -w 'alpha[1-2],beta1' --wrap true
 	[[ -n $JOB ]]
 	update JobId="$JOB" NumNodes=1-3
-	update JobId="$JOB" ReqNodeList='alpha1,beta[1-2]'
+	update JobId="$JOB" ReqNodeList='alpha[1-2],beta2'
+	run ! update JobId="$JOB" ReqNodeList='alpha1,beta[1-2]'
 	release "$JOB"
 	one_site "$JOB"
 }
@@ -639,8 +674,20 @@ until_record() {
 	return 1
 }
 
+# in_users_hold ID: the job is in its owner's hold (xsite load puts it back
+# there just before its request: up to 5 s)
+in_users_hold() {
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[[ $(on_head squeue -h -j "$1" -o %r) == JobHeldUser ]] && return 0
+		sleep 0.1
+	done
+	printf 'job %s: %s\n' "$1" "$(on_head squeue -h -j "$1" -o %r)" >&2
+	return 1
+}
+
 @test "a job allowed to span and still pending when the link goes down does not span; back up, it may" {
-	local i fits big arr t
+	local fits big arr t
 	# jobs allowed to span while the link is up, held by their owner: one a
 	# site can hold, one only both sites can, an array of two
 	try -H -N2 --site-affinity=span --wrap true
@@ -672,13 +719,38 @@ until_record() {
 	rm -f "$XT_STATE/run/link.state"
 	until_record "$big" ' action=span why=user-span .*recheck=up'
 	run ! grep -q 'hold=' <<<"$(record_of "$big")"
-	for ((i = 0; i < 50; i++)); do
-		[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldUser ]] && break
-		sleep 0.1
-	done
-	[[ $(on_head squeue -h -j "$big" -o %r) == JobHeldUser ]]
+	in_users_hold "$big"
 	release "$big"
 	[[ $(ran_at "$big") == alpha+beta ]]
+}
+
+@test "a job its owner requeued in a hold is decided again once while the link is down, and is its owner's again after" {
+	local job n
+	try -N4 --site-affinity=span --wrap true
+	job=$JOB
+	[[ -n $job ]]
+	[[ $(ran_at "$job") == alpha+beta ]]
+	# Slurm keeps "job requeued in held state" as its reason, also once
+	# xsite holds it: before, xsite load took that for no hold of its own
+	# and decided the job again at every run
+	as scontrol requeuehold "$job"
+	[[ $(on_head squeue -h -j "$job" -o %r) == 'job requeued in held state' ]]
+	printf 'State=down\n' >"$XT_STATE/run/link.state"
+	until_record "$job" ' hold=user recheck=down'
+	# three more runs of xsite load (every 5 s)
+	sleep 16
+	n=$(grep -c "xsite: job $job held" "$XT_STATE/log/slurmctld.log") || true
+	((n == 1)) || {
+		printf 'job %s held %s times\n' "$job" "$n" >&2
+		return 1
+	}
+	run ! release "$job"
+	# the link back: in its owner's hold again, which its owner releases
+	rm -f "$XT_STATE/run/link.state"
+	until_record "$job" ' recheck=up'
+	run ! grep -q 'hold=' <<<"$(record_of "$job")"
+	in_users_hold "$job"
+	release "$job"
 }
 
 @test "9: a node list of a million names and a flood of profiles cost slurmctld nothing lasting" {

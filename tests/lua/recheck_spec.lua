@@ -8,9 +8,11 @@ local CONF = table.concat({
   "LinkName=l Bandwidth=100MB/s Latency=1ms",
 }, "\n") .. "\n"
 
--- squeue's line for a job (recheck.SQUEUE's fields)
-local function line(id, reason, comment, features, prefer)
-  return table.concat({ id, reason, comment, prefer or "(null)", features }, "\t")
+-- squeue's line for a job (recheck.SQUEUE's fields): a job held by
+-- JobHeldUser or JobHeldAdmin has priority 0 unless `priority` says
+local function line(id, reason, comment, features, prefer, nodes, priority)
+  priority = priority or (reason:find("^JobHeld") and "0" or "4294")
+  return table.concat({ id, reason, priority, comment, nodes or "", prefer or "(null)", features }, "\t")
 end
 
 local function ids(list)
@@ -50,7 +52,8 @@ describe("xsite.recheck", function()
     -- record (its owner may have changed them since): a job pinned, one the
     -- user keeps at a site, one root placed, one xsite holds are left alone;
     -- one decided with the link down but no longer at one site (16) is not
-    assert.are.equal("11 13/user 14/admin 16 18_4 20 22 23 25", ids(recheck.select(text, cfg, true)))
+    -- (those decided again with the link down already last)
+    assert.are.equal("11 13/user 14/admin 18_4 20 22 23 16 25", ids(recheck.select(text, cfg, true)))
   end)
 
   it("with the link back, picks the jobs decided while it was down", function()
@@ -64,9 +67,10 @@ describe("xsite.recheck", function()
     -- a job decided again with the link up stays as that decision left it
     assert.are.equal("21 22/admin", ids(recheck.select(text, cfg, false)))
     local sel = recheck.select(text, cfg, false)
-    assert.are.equal("xsite recheck", recheck.request(sel[1]))
+    -- with the sites of its node list ("-": none), which job_modify cannot see
+    assert.are.equal("xsite recheck wsites=-", recheck.request(sel[1]))
     -- a job xsite holds: its record says whose hold it was
-    assert.are.equal("xsite recheck", recheck.request(sel[2]))
+    assert.are.equal("xsite recheck wsites=-", recheck.request(sel[2]))
     assert.are.equal("xsite recheck held=user", recheck.request({ id = "1", held = "user" }))
   end)
 
@@ -94,15 +98,102 @@ describe("xsite.recheck", function()
     local sel = recheck.select(text, cfg, false)
     assert.are.equal("41 42 43", ids(sel))
     -- the request says so: job_modify cannot see the job's Prefer
-    assert.are.equal("xsite recheck unkept", recheck.request(sel[2]))
+    assert.are.equal("xsite recheck unkept wsites=-", recheck.request(sel[2]))
     assert.are.equal("xsite recheck held=user unkept", recheck.request({ id = "1", held = "user", unkept = true }))
+  end)
+
+  it("takes a choice of sites for one site only with no node list at both", function()
+    local function pin(wsites)
+      return "xsite v=1 action=pin why=slowdown mode=enforce n=1" .. (wsites and " wsites=" .. wsites or "") ..
+        " keeps=prefer"
+    end
+    local text = table.concat({
+      -- accepted before xsite kept such jobs at one site by its feature:
+      -- nodes to choose from at both sites, which Slurm makes nodes the job
+      -- must have after a change that fails half-way
+      line("61", "BeginTime", pin("a:1+b:1"), "[site_a|site_b]", nil, "a1,b1"),
+      line("62", "BeginTime", pin("a:2+b:1"), "ib&[site_a|site_b]", "[site_a|site_b]", "a[1-2],b3"),
+      line("63", "BeginTime", pin("a:1+b:1"), "site_a", "site_a|site_b", "a1,b1"),
+      -- one that cannot be read is checked
+      line("64", "BeginTime", pin("a:1+b:1"), "[site_a|site_b]", nil, "a[1-"),
+      -- kept: one site's feature, or a node list at one site
+      line("65", "BeginTime", pin("a:1+b:1"), "site_a", nil, "a1,b1"),
+      line("66", "BeginTime", pin("a:3"), "[site_a|site_b]", nil, "a[1-3]"),
+      line("67", "BeginTime", pin(), "[site_a|site_b]", nil, "(null)"),
+      line("68", "BeginTime", pin("a:1+b:2"), "site_b&ib", "site_b", "a1,b[1-2]"),
+      -- not kept by xsite: may span
+      line("69", "BeginTime", "xsite v=1 action=span why=within mode=enforce n=2 wsites=a:1+b:1", "[site_a|site_b]",
+        nil, "a1,b1"),
+      -- a one-node job, kept by a choice of sites, with a list at both
+      line("70", "BeginTime", "xsite v=1 action=none why=one-node mode=enforce n=1 wsites=a:1+b:1 keeps=prefer",
+        "[site_a|site_b]", nil, "a1,b1"),
+    }, "\n") .. "\n"
+    local sel = recheck.select(text, cfg, false)
+    assert.are.equal("61 62 63 64 70", ids(sel))
+    assert.are.equal("xsite recheck unkept wsites=a:1+b:1", recheck.request(sel[1]))
+    -- the sites of a list that cannot be read are not said
+    assert.are.equal("xsite recheck unkept", recheck.request(sel[4]))
+    -- with the link down likewise (a job that may span then is checked too)
+    assert.are.equal("61 62 63 64 69 70", ids(recheck.select(text, cfg, true)))
+  end)
+
+  it("picks the jobs whose node list is not the one their record has", function()
+    local pin = "xsite v=1 action=pin why=slowdown mode=enforce n=1"
+    local text = table.concat({
+      -- changed under Mode=advise (every later decision reads the record)
+      line("71", "Priority", pin .. " wsites=a:1", "site_a", nil, "b1"),
+      line("72", "Priority", pin, "site_a", nil, "a1"),
+      line("73", "Priority", pin .. " wsites=a:2", "site_a", nil, "(null)"),
+      -- as the record has it: left alone
+      line("74", "Priority", pin .. " wsites=a:1", "site_a", nil, "a2"),
+      line("75", "Priority", pin .. " wsites=a:1+b:1", "site_a", nil, "b1,a2"),
+      -- decided under Mode=advise, placed by root: left alone
+      line("76", "Priority", "xsite v=1 action=pin why=slowdown mode=advise n=1", "site_a", nil, "b1"),
+      line("77", "Priority", pin .. " override=0", "site_a", nil, "b1"),
+    }, "\n") .. "\n"
+    local sel = recheck.select(text, cfg, false)
+    assert.are.equal("71 72 73", ids(sel))
+    assert.are.equal("xsite recheck unkept wsites=b:1", recheck.request(sel[1]))
+    assert.are.equal("xsite recheck unkept wsites=-", recheck.request(sel[3]))
+    -- with the link down a job kept at one site is left alone
+    assert.are.equal("", ids(recheck.select(text, cfg, true)))
+  end)
+
+  it("leaves a job in xsite's hold alone whatever its reason, and takes first the jobs not yet decided again",
+    function()
+    local held = "xsite v=1 action=span why=user-span mode=enforce n=4 hold=admin recheck=down"
+    local text = table.concat({
+      -- its owner requeued it in a hold (Slurm keeps that as its reason),
+      -- then xsite held it with the link down: left alone while held
+      line("81", "job requeued in held state", held, "(null)", nil, nil, "0"),
+      -- released by root meanwhile: decided again
+      line("82", "job requeued in held state", held, "(null)", nil, nil, "10"),
+      -- in its owner's requeue hold, not yet xsite's: a user's hold
+      line("83", "job requeued in held state", "xsite v=1 action=span why=user-span mode=enforce n=4", "(null)",
+        nil, nil, "0"),
+    }, "\n") .. "\n"
+    local sel = recheck.select(text, cfg, true)
+    assert.are.equal("83/user 82", ids(sel))
+    -- more than MAX_JOBS: those decided again under the link's state now
+    -- (recheck=down) come after the others, whatever the random choice
+    local lines = {}
+    for i = 1, recheck.MAX_JOBS do
+      lines[i] = line(tostring(i), "Priority", "xsite v=1 action=pin why=link-down mode=enforce n=2 recheck=down",
+        "ib")
+    end
+    lines[#lines + 1] = line("9998", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", "ib")
+    lines[#lines + 1] = line("9999", "Priority", "xsite v=1 action=span why=within mode=enforce n=2", "ib")
+    sel = recheck.select(table.concat(lines, "\n"), cfg, true, function(_, n) return n end)
+    assert.are.equal(recheck.MAX_JOBS, #sel)
+    assert.are.equal("9998 9999", sel[1].id .. " " .. sel[2].id)
+    assert.are.equal(tostring(recheck.MAX_JOBS), sel[3].id)
   end)
 
   it("believes no line that takes a job away: a forged one only adds", function()
     -- the owner's features end the line; a newline in them makes a second
     -- line for job 31 saying root placed it
     local text = line("31", "Priority", "xsite v=1 action=span why=within mode=enforce n=4",
-      "x\n31\tPriority\txsite v=1 action=span why=within mode=enforce n=4 override=0\t(null)\tx") .. "\n"
+      "x\n31\tPriority\t1\txsite v=1 action=span why=within mode=enforce n=4 override=0\t\t(null)\tx") .. "\n"
     assert.are.equal("31", ids(recheck.select(text, cfg, true)))
     text = line("32", "Priority", "xsite v=1 action=pin why=slowdown mode=enforce n=2 override=0", "x") .. "\n" ..
       line("32", "Priority", "", "x") .. "\n"

@@ -361,6 +361,31 @@ describe("xsite.submit", function()
     assert.is_nil(submit.recheck_request(submit.RECHECK .. " unkept held=user"))
   end)
 
+  it("keeps a job its choice of sites keeps, a node list at both sites, at one by its feature (recheck)", function()
+    local enforce = CONF .. "MaxSlowdown=1.0\nOversizeAction=reject\n"
+    setup_conf(enforce)
+    local s = fake_slurm()
+    s.ESLURM_INVALID_NODE_NAME = 2014 -- Slurm 23.02 and later: nodes to choose from
+    local j = job({ min_nodes = 1, req_nodes = "a1,b1" })
+    assert.are.equal(0, submit.job_submit(j, s))
+    assert.are.equal("site_a", j.features)
+    -- as an earlier xsite left it, or its owner under Mode=advise: a
+    -- choice of sites, which does not hold nodes the job must have
+    local r = { features = "[site_a|site_b]", admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
+      min_nodes = 1, max_nodes = 0, req_nodes = "a1,b1", job_state = submit.JOB_PENDING, user_id = 1001,
+      job_id = 9, priority = 100 }
+    local change = { admin_comment = submit.RECHECK .. " unkept" }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.are.equal("site_a", change.features)
+    assert.is_nil(change.priority)
+    assert.matches(" recheck=up$", change.admin_comment)
+    -- more of the list at site b: kept there
+    r.req_nodes = "a1,b[1-2]"
+    change = { admin_comment = submit.RECHECK .. " unkept" }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.are.equal("site_a", change.features)
+  end)
+
   -- A job description that raises on every field but spank_job_env.
   local function exploding_job()
     return setmetatable({}, { __index = function(_, k)
@@ -1027,10 +1052,27 @@ describe("xsite.submit", function()
     -- ReqNodeList= at both sites: refused
     rc = modify({ min_nodes = 2 }, { req_nodes = "a1,b1" })
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, rc)
-    -- ReqNodeList= at one site: pinned there
-    rc, c = modify({ min_nodes = 2 }, { req_nodes = "b1" })
+    -- ReqNodeList= at one site, as many nodes there as the record has:
+    -- pinned there; a list the record does not have (later decisions read
+    -- the list's sites from the record, which only root may write): refused
+    rc, c = modify({ min_nodes = 2, req_nodes = "b2" }, { req_nodes = "b1" })
     assert.are.equal(0, rc)
     assert.are.equal("site_b", c.features)
+    for _, change in ipairs({ { req_nodes = "b1" }, { req_nodes = "b[1-2]" }, { req_nodes = "a1" } }) do
+      rc, _, s = modify({ min_nodes = 2, req_nodes = change.req_nodes == "b1" and "" or "b3" }, change)
+      assert.are.equal(-1, rc)
+      assert.matches("^xsite: change refused: ReqNodeList: xsite decides each later change of the job from "
+        .. "the sites of its node list as its submission recorded them %((.-)%)", s.user[#s.user])
+      assert.are.equal(change.req_nodes == "b1" and "no node list" or "nodes: 1 at b",
+        s.user[#s.user]:match("recorded them %((.-)%)"))
+    end
+    -- taking the list away leaves the record on the safe side: taken
+    rc = modify({ min_nodes = 2, req_nodes = "b3" }, { req_nodes = "" })
+    assert.are.equal(0, rc)
+    -- root's new list is taken as given, and recorded (override)
+    rc, c = modify({ min_nodes = 2 }, { req_nodes = "a1" }, 0)
+    assert.are.equal(0, rc)
+    assert.matches(" override=0", c.admin_comment, 1, true)
     -- NumNodes= a range: decided on its top
     rc, c = modify({ min_nodes = 1 }, { min_nodes = 1, max_nodes = 3 })
     assert.are.equal(0, rc)
@@ -1073,20 +1115,22 @@ describe("xsite.submit", function()
     assert.are.equal("site_a", j.features)
     local plain = job({ min_nodes = 1, max_nodes = 0 })
     assert.are.equal(0, submit.job_submit(plain, new))
-    -- (and a change that pins a job not kept at one site yet is made in
-    -- two, the site first)
+    -- (and a job's owner cannot bring such a list later: its record, which
+    -- every later decision reads, has none)
     local change = { req_nodes = "a1,b1", reservation = "nosuch" }
     assert.are.equal(-1, submit.job_modify(change, { features = plain.features, admin_comment = plain.admin_comment,
       spank_job_env = plain.spank_job_env, min_nodes = 1, max_nodes = 0, job_state = submit.JOB_PENDING,
       user_id = 1001, het_job_id = 0, het_job_offset = 0, job_id = 7 }, new, 1001))
-    assert.matches("make it in two: first scontrol update JobId=7 Features='site_a'", new.user[#new.user], 1, true)
-    -- so is one of a job kept at either site by its Features, the site
-    -- first; a job kept at one site already takes it at once
-    local pinned = job({ min_nodes = 2, max_nodes = 2 })
+    assert.matches("ReqNodeList: .*%(no node list%)", new.user[#new.user])
+    -- a new list of as many nodes at each site to a job kept at either
+    -- site by its Features (as an earlier xsite left it, or its owner under
+    -- Mode=advise) is made in two, the site first; a job kept at one site
+    -- already takes it at once
+    local pinned = job({ min_nodes = 2, max_nodes = 2, req_nodes = "a[1-2],b[1-3]" })
     assert.are.equal(0, submit.job_submit(pinned, new))
-    assert.are.equal("[site_a|site_b]", pinned.features)
+    assert.are.equal("site_b", pinned.features)
     for _, features in ipairs({ "[site_a|site_b]", "site_b" }) do
-      change = { req_nodes = "a[1-2],b[1-3]", reservation = "nosuch" }
+      change = { req_nodes = "a[2-3],b[1-3]", reservation = "nosuch" }
       local rc = submit.job_modify(change, { features = features, admin_comment = pinned.admin_comment,
         spank_job_env = pinned.spank_job_env, min_nodes = 2, max_nodes = 2, job_state = submit.JOB_PENDING,
         user_id = 1001, het_job_id = 0, het_job_offset = 0, job_id = 8 }, new, 1001)
@@ -1115,9 +1159,13 @@ describe("xsite.submit", function()
     change = { min_nodes = 3, max_nodes = 3 }
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify(change, rec, new, 1001))
     assert.matches("--nodelist names nodes at both sites", new.user[#new.user], 1, true)
-    change = { req_nodes = "a1,b[1-2]" }
+    change = { req_nodes = "a[2-3],b2" }
     assert.are.equal(0, submit.job_modify(change, rec, new, 1001))
-    assert.are.equal("site_b", change.features)
+    assert.are.equal("site_a", change.features)
+    -- (a list of other counts per site than the record's is refused)
+    change = { req_nodes = "a1,b[1-2]" }
+    assert.are.equal(-1, submit.job_modify(change, rec, new, 1001))
+    assert.matches("ReqNodeList: .*%(nodes: 2 at a, 1 at b%)", new.user[#new.user])
     -- the same change on 22.05: nodes the job must have, at both sites
     change = { req_nodes = "a1,b[1-2]" }
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify(change, rec, old, 1001))
@@ -1137,7 +1185,8 @@ describe("xsite.submit", function()
     setup_conf(CONF)
     -- -n6 (up to six nodes) submitted held, then the owner names one node:
     -- the job record has no task count, the record's n stands for it
-    local rc, c = modify({ min_nodes = 1, num_tasks = 6, features = "[(big&site_b)|big]" }, { req_nodes = "b1" })
+    local rc, c = modify({ min_nodes = 1, num_tasks = 6, features = "[(big&site_b)|big]", req_nodes = "b2" },
+      { req_nodes = "b1" })
     assert.are.equal(0, rc)
     assert.are.equal("[(big&site_b)|big]&site_b", c.features)
   end)

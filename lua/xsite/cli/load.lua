@@ -68,6 +68,19 @@ end
 -- for the next run.
 M.RECHECK_BUDGET = 30
 
+-- A seed for which jobs a run takes when there are more than it may: from
+-- /dev/urandom, so that no job owner can foresee the choice from the
+-- second the run starts (the time when it cannot be read).  Three bytes:
+-- Lua 5.1 takes the seed as a C int.
+local function seed(now)
+  local f = io.open("/dev/urandom", "rb")
+  local bytes = f and f:read(3)
+  if f then f:close() end
+  if not bytes or #bytes ~= 3 then return now end
+  local a, b, c = bytes:byte(1, 3)
+  return (a * 256 + b) * 256 + c
+end
+
 --- Decide again the pending jobs decided under another state of the link
 -- (xsite.recheck); a line on stderr for each.  A link state that cannot be
 -- read (slurmctld keeps the last good one) skips it.
@@ -80,7 +93,7 @@ function M.recheck(cfg, timeout, io_)
   local text, e = slurm(recheck.SQUEUE, timeout, recheck.SQUEUE_ENV)
   if not text then err(io_, "xsite load: %s\n", e) return nil end
   local start = os.time()
-  math.randomseed(start)
+  math.randomseed(seed(start))
   for _, job in ipairs(recheck.select(text, cfg, down, math.random)) do
     if os.time() - start > M.RECHECK_BUDGET then break end
     local _, rerr
