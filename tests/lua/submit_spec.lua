@@ -370,20 +370,29 @@ describe("xsite.submit", function()
     assert.are.equal(0, submit.job_submit(j, s))
     assert.are.equal("site_a", j.features)
     -- as an earlier xsite left it, or its owner under Mode=advise: a
-    -- choice of sites, which does not hold nodes the job must have
+    -- choice of sites, which does not hold nodes the job must have (the
+    -- job record job_submit/lua shows has no node list: the record's)
     local r = { features = "[site_a|site_b]", admin_comment = j.admin_comment, spank_job_env = j.spank_job_env,
-      min_nodes = 1, max_nodes = 0, req_nodes = "a1,b1", job_state = submit.JOB_PENDING, user_id = 1001,
-      job_id = 9, priority = 100 }
+      min_nodes = 1, max_nodes = 0, job_state = submit.JOB_PENDING, user_id = 1001, job_id = 9, priority = 100 }
     local change = { admin_comment = submit.RECHECK .. " unkept" }
     assert.are.equal(0, submit.job_modify(change, r, s, 0))
     assert.are.equal("site_a", change.features)
     assert.is_nil(change.priority)
-    assert.matches(" recheck=up$", change.admin_comment)
-    -- more of the list at site b: kept there
-    r.req_nodes = "a1,b[1-2]"
-    change = { admin_comment = submit.RECHECK .. " unkept" }
+    assert.matches(" wsites=a:1%+b:1 .* recheck=up$", change.admin_comment)
+    -- its list changed under Mode=advise, more of it at site b now: root's
+    -- request says so (xsite load reads it from squeue), and the new
+    -- record has it
+    change = { admin_comment = submit.RECHECK .. " unkept wsites=a:1+b:2" }
     assert.are.equal(0, submit.job_modify(change, r, s, 0))
-    assert.are.equal("site_a", change.features)
+    assert.are.equal("site_b", change.features)
+    assert.matches(" wsites=a:1%+b:2 .* recheck=up$", change.admin_comment)
+    -- no list now: as a one-node job without one
+    change = { admin_comment = submit.RECHECK .. " unkept wsites=-" }
+    assert.are.equal(0, submit.job_modify(change, r, s, 0))
+    assert.is_nil(change.admin_comment:match("wsites="))
+    assert.are.same({ unkept = true, held = "user", wsites = "a:1+b:2" },
+      submit.recheck_request(submit.RECHECK .. " held=user unkept wsites=a:1+b:2"))
+    assert.is_nil(submit.recheck_request(submit.RECHECK .. " wsites=a:1 unkept"))
   end)
 
   -- A job description that raises on every field but spank_job_env.
