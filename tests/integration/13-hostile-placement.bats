@@ -373,29 +373,41 @@ sites_printed() {
 	on_head scancel "$one" "$two"
 }
 
-@test "5: a job with nodes to choose from at both sites, taken to a choice of sites under Mode=advise, is kept at one site again" {
-	chooses || skip "Slurm before 23.02 reads such a list as nodes the job must have"
-	local conf=$XT_STATE/etc/xsite.conf job at
+@test "5: a job whose node list or choice of sites its owner changed under Mode=advise is decided again on its list" {
+	local conf=$XT_STATE/etc/xsite.conf one two='' at
 	cp "$conf" "$BATS_TEST_TMPDIR/xsite.conf"
-	# kept at one site by that site's feature under Mode=enforce; its owner
-	# makes that a choice of sites under Mode=advise (as an xsite before
-	# left such jobs), which does not hold nodes the job must have
-	try -N1 -w alpha1,beta1 --begin=now+40 --wrap true
-	job=$JOB
-	[[ -n $job ]]
+	# pinned to either site, no node list in its record
+	try -N2 --begin=now+40 --wrap true
+	one=$JOB
+	[[ -n $one ]]
+	# (23.02 and later) nodes to choose from at both sites, kept at one
+	# site by that site's feature
+	if chooses; then
+		try -N1 -w alpha1,beta1 --begin=now+40 --wrap true
+		two=$JOB
+		[[ -n $two ]]
+	fi
 	sed -E 's/^Mode=.*/Mode=advise/' "$BATS_TEST_TMPDIR/xsite.conf" >"$conf.new"
 	mv "$conf.new" "$conf"
 	sleep 6
-	run -0 update JobId="$job" 'Features=[site_alpha|site_beta]'
+	# Mode=advise takes any change, and an owner's cannot touch the record:
+	# a node list the record does not have; a choice of sites, which does
+	# not hold nodes the job must have (as an earlier xsite left such jobs)
+	run -0 update JobId="$one" ReqNodeList=alpha1
+	[[ -z $two ]] || run -0 update JobId="$two" 'Features=[site_alpha|site_beta]'
 	cp "$BATS_TEST_TMPDIR/xsite.conf" "$conf.new"
 	mv "$conf.new" "$conf"
-	# xsite load has it decided again: kept at one site by its feature
-	until_record "$job" ' recheck=up'
+	# xsite load has them decided again on the lists squeue shows, which
+	# the new records have
+	until_record "$one" ' wsites=alpha:1 .*recheck=up'
+	[[ $(ran_at "$one" 60) == alpha ]]
+	[[ -n $two ]] || return 0
+	until_record "$two" ' wsites=alpha:1\+beta:1 .*recheck=up'
 	# a change that fails half-way makes the nodes ones the job must have
-	run update JobId="$job" Reservation=nosuch
+	run update JobId="$two" Reservation=nosuch
 	((status != 0))
 	# (it may not run at all: both nodes, one at a site it is not kept at)
-	at=$(ran_at "$job" 60)
+	at=$(ran_at "$two" 60)
 	[[ $at != *+* ]]
 }
 
