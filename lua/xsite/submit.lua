@@ -515,15 +515,21 @@ local function internal_error(slurm, err, refuse, what, user_says)
   return slurm.SUCCESS
 end
 
--- A record's word for a node list (`wsites`) for the job's owner: "nodes:
--- 2 at a, 1 at b", or "no node list".
-local function list_text(word)
+-- A record's word for a node list (`wsites`, read by xsite.record) for the
+-- job's owner: "nodes: 2 at a, 1 at b", or "no node list".
+local function list_text(cfg, word)
   if not word then return "no node list" end
+  local named, counts = record.nodelist_sites(cfg, word)
   local parts = {}
-  for name, k in word:gmatch("([^+:]+):?(%d*)") do
-    parts[#parts + 1] = (k ~= "" and k or "some") .. " at " .. name
+  for si, s in ipairs(cfg.sites) do
+    local k = counts and counts[si] or 0
+    if k > 0 then parts[#parts + 1] = k .. " at " .. s.name end
   end
-  return "nodes: " .. table.concat(parts, ", ")
+  -- (an older xsite's word has no counts)
+  if not counts then
+    for _, s in ipairs(named) do parts[#parts + 1] = "some at " .. s.name end
+  end
+  return "nodes: " .. (#parts > 0 and table.concat(parts, ", ") or word)
 end
 
 -- An owner's change refused for where it would leave the job: the reason
@@ -890,7 +896,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
       return refuse_change(slurm, job_rec, string.format("ReqNodeList: xsite decides each later change of the "
         .. "job from the sites of its node list as its submission recorded them (%s), which only root can "
         .. "change; a list with other nodes at each site needs the job submitted again with --nodelist",
-        list_text(prev and prev.wsites)))
+        list_text(cfg, prev and prev.wsites)))
     end
     -- whether the job's Features keep it at one site now (both rules below)
     local now = enforced and job_rec.features and job_rec.features ~= "" and constraint.analyse(job_rec.features, cfg)

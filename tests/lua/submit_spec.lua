@@ -1175,6 +1175,13 @@ describe("xsite.submit", function()
     change = { req_nodes = "a1,b[1-2]" }
     assert.are.equal(-1, submit.job_modify(change, rec, new, 1001))
     assert.matches("ReqNodeList: .*%(nodes: 2 at a, 1 at b%)", new.user[#new.user])
+    -- (a record of an older xsite has the sites without counts)
+    local older = {}
+    for k, v in pairs(rec) do older[k] = v end
+    older.admin_comment = rec.admin_comment:gsub("wsites=%S+", "wsites=a+b")
+    change = { req_nodes = "a1,b[1-2]" }
+    assert.are.equal(-1, submit.job_modify(change, older, new, 1001))
+    assert.matches("ReqNodeList: .*%(nodes: some at a, some at b%)", new.user[#new.user])
     -- the same change on 22.05: nodes the job must have, at both sites
     change = { req_nodes = "a1,b[1-2]" }
     assert.are.equal(submit.ESLURM_INVALID_FEATURE, submit.job_modify(change, rec, old, 1001))
