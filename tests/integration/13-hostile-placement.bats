@@ -8,8 +8,8 @@
 # scontrol update of a pending job (also one Slurm applies in part, and a
 # node count changed through libslurm, which takes what scontrol refuses),
 # heterogeneous jobs, --prefer, task counts that Slurm may spread, counts
-# without -N, --dependency=expand, huge node lists and a flood of distinct
-# profiles.  Every test judges by where the job actually ran (its NodeList,
+# without -N, GPUs for the whole job, --dependency=expand, huge node lists
+# and a flood of distinct profiles.  Every test judges by where the job actually ran (its NodeList,
 # the nodes' site features) or by the refusal sbatch printed, never by
 # xsite's record.  The last test is a generator of random submissions and
 # updates mixing all of these.
@@ -130,7 +130,8 @@ setup_file() {
 		"$XT_REPO/site-configs/testbed.conf" >"$XT_CONFIG"
 	grep -q '^OversizeAction=reject$' "$XT_CONFIG"
 	grep -q '^MaxSlowdown=1.0$' "$XT_CONFIG"
-	xt_up
+	# two GPUs a node, for --gpus (device files that are /dev/null's)
+	xt_up --gpus 2
 	mkdir -p "$XT_STATE/work/$U"
 	chown "$U:" "$XT_STATE/work/$U"
 	# features of the user's own choice: every node "ib", one node a site "big"
@@ -267,6 +268,22 @@ sites_printed() {
 	as "$upd" "$JOB" min_nodes=1 max_nodes=0 num_tasks=2
 	release "$JOB"
 	one_site "$JOB"
+}
+
+@test "GPUs for the whole job (--gpus) do not span" {
+	# four GPUs, two a node (the testbed's: --gpus 2): two nodes, alpha1 and
+	# beta1 once alpha2 and beta2 are excluded.  (A job of --ntasks-per-gpu
+	# sent through libslurm without the task count sbatch works out is
+	# refused by Slurm itself on 22.05 and 24.11.)
+	try --gpus=4 -x alpha2,beta2 --wrap true
+	if [[ -n $JOB ]]; then
+		not_both "$JOB"
+		on_head scancel "$JOB"
+	elif [[ $TOLD != *"xsite: job rejected"* && $TOLD != *"xsite: pinned"* ]]; then
+		# (Slurm refuses a job xsite pinned where no site has the GPUs)
+		printf 'refused, and not for where xsite placed it: %s\n' "$TOLD" >&2
+		return 1
+	fi
 }
 
 @test "a count in the constraint or --prefer of a job without -N does not span" {
