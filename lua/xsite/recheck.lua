@@ -75,15 +75,20 @@ local function nodelist_word(nodes, cfg)
   return record.nodelist_word(cfg, counts) or "-"
 end
 
--- A constraint squeue printed keeps a job at one site.  With a node list
--- at both sites (`across`), only one site's own feature does: Slurm reads
--- the list as nodes the job must have again after a change that fails
--- half-way, and a choice of sites ([a|b]) does not hold those to one site
+-- A constraint squeue printed, analysed; nil for none (or one xsite
+-- cannot read).
+local function analysed(text, cfg)
+  if none(text) then return nil end
+  return constraint.analyse(text, cfg)
+end
+
+-- A constraint's analysis keeps a job at one site.  With a node list at
+-- both sites (`across`), only one site's own feature does: Slurm reads the
+-- list as nodes the job must have again after a change that fails half-way,
+-- and a choice of sites ([a|b]) does not hold those to one site
 -- (xsite.policy keeps such a job at one site by that site's feature; a job
 -- accepted before it did still has the choice).
-local function one_site(text, cfg, across)
-  if none(text) then return false end
-  local a = constraint.analyse(text, cfg)
+local function one_site(a, across)
   return a ~= nil and a.one_site and (#a.sites == 1 or not across)
 end
 
@@ -104,7 +109,8 @@ function M.stale(rec, held, word, prefer, features, down, cfg)
   -- kept at one site by its constraint and its preference (Slurm
   -- schedules with the preference where it can)
   local across = word == nil or word:find("+", 1, true) ~= nil
-  local kept = one_site(features, cfg, across) and (none(prefer) or one_site(prefer, cfg, across))
+  local fa = analysed(features, cfg)
+  local kept = one_site(fa, across) and (none(prefer) or one_site(analysed(prefer, cfg), across))
   if down then
     if rec and rec.hold and held then return false end
     return not kept
@@ -127,7 +133,7 @@ function M.stale(rec, held, word, prefer, features, down, cfg)
   -- is held (the request says "unkept").
   if word and word ~= (rec.wsites or "-") then return true, "unkept" end
   if not kept and (rec.action == "pin" or rec.action == "site" or
-      (rec.action ~= "span" and one_site(features, cfg, false))) then
+      (rec.action ~= "span" and one_site(fa, false))) then
     return true, "unkept"
   end
   return false
