@@ -41,7 +41,8 @@
 -- (xsite.traffic), checked field by field against libxsite's schema and
 -- the configured sites, and every string of it that reaches a log, a note or
 -- a terminal goes through xsite.text.printable.  The record itself stays bounded:
--- at most `M.MAX_STEPS` steps and `M.MAX_DETAIL` numbers of per-rank detail.
+-- at most `M.MAX_STEPS` steps, and the per-rank detail of one step (at most
+-- `M.MAX_DETAIL` numbers).
 -- @module xsite.report
 
 local json = require("xsite.json")
@@ -71,8 +72,8 @@ M.MAX_RECORD = 64 * 1048576
 M.RECORD_JSON = { max_depth = 16, max_string = 65536 }
 --- The most steps one record keeps (later steps are counted in steps_dropped).
 M.MAX_STEPS = 1000
---- The most numbers of per-rank detail (traffic matrices and the sites' rank
--- lists) one record keeps; a step past it keeps its totals only.
+--- The most numbers of per-rank detail (a traffic matrix and the sites' rank
+-- lists) a step keeps; a step past it keeps its totals only.
 M.MAX_DETAIL = 1048576
 
 local function is_num(v) return type(v) == "number" and v == v and v >= 0 and v < math.huge end
@@ -210,6 +211,33 @@ local function detail_of(mpi)
   return n
 end
 
+-- A step's per-rank detail (sites, matrix) taken out, with a note why.
+local function drop_detail(step, why)
+  step.mpi.sites, step.mpi.matrix = json.null, json.null
+  step.notes[#step.notes + 1] = "per-rank detail (sites, matrix) not kept: " .. why
+end
+
+-- The record keeps the per-rank detail of one step: of those that hold it
+-- (`holders`, in order, then the step that ended, `new`, when it has
+-- some), the one with the most ranks, the latest of those with as many.
+-- Every step's end reads the whole record back and writes it again: with
+-- one step's detail, that costs what one traffic record does
+-- (TrafficMaxSize), however many steps the job runs.
+local function keep_one_detail(holders, new)
+  if new then holders[#holders + 1] = new end
+  local best
+  for i, s in ipairs(holders) do
+    if not best or (tonumber(s.mpi.ranks) or 0) >= (tonumber(holders[best].mpi.ranks) or 0) then best = i end
+  end
+  for i, s in ipairs(holders) do
+    if i ~= best then
+      local b = holders[best]
+      drop_detail(s, string.format("a record keeps one step's, step %s's (%s ranks)", tostring(b.step),
+        tostring(b.mpi.ranks)))
+    end
+  end
+end
+
 --- The job's record with a step that has ended.
 -- @param start the step's record from `step_start`, as JSON text
 -- @param finish epoch seconds
@@ -238,15 +266,19 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   end
   local detail = present(step.mpi) and step.mpi.detail or 0
   if present(step.mpi) then step.mpi.detail = nil end
+  if detail > M.MAX_DETAIL then
+    drop_detail(step, string.format("more than %d numbers", M.MAX_DETAIL))
+    detail = 0
+  end
   local out = rec
   if existing and existing ~= "" then
     local old, err = M.decode(existing, M.FILE)
     if old and old.job == rec.job then
-      local kept, held, replaced = json.array({}), 0, false
+      local kept, replaced, holders = json.array({}), false, {}
       for _, s in ipairs(old.steps) do
         if s.step ~= step.step then
           kept[#kept + 1] = s
-          held = held + detail_of(s.mpi)
+          if detail_of(s.mpi) > 0 then holders[#holders + 1] = s end
         else
           replaced = true
         end
@@ -257,11 +289,7 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
           rec.job, step.step, M.MAX_STEPS)
         return old, log
       end
-      if detail > 0 and held + detail > M.MAX_DETAIL then
-        step.mpi.sites, step.mpi.matrix = json.null, json.null
-        step.notes[#step.notes + 1] = string.format("per-rank detail (sites, matrix) not kept: the record"
-          .. " holds %d numbers of it already (at most %d)", held, M.MAX_DETAIL)
-      end
+      keep_one_detail(holders, detail > 0 and step or nil)
       kept[#kept + 1] = step
       old.steps = kept
       return old, log
@@ -269,11 +297,6 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
     local why = old and "another job's record" or err
     rec.notes[#rec.notes + 1] = "the previous record was unreadable and is replaced: " .. why
     log[#log + 1] = string.format("job %s: the previous record was unreadable and is replaced: %s", rec.job, why)
-  end
-  if detail > M.MAX_DETAIL then
-    step.mpi.sites, step.mpi.matrix = json.null, json.null
-    step.notes[#step.notes + 1] = string.format("per-rank detail (sites, matrix) not kept: more than %d numbers",
-      M.MAX_DETAIL)
   end
   return out, log
 end

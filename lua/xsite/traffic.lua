@@ -41,8 +41,9 @@ local printable = safe.printable
 local function is_count(v, max)
   return type(v) == "number" and v >= 0 and v <= max and v == math.floor(v)
 end
--- What a libxsite counter can hold: finite, from 0 to 2^64.
-local function is_counter(v) return type(v) == "number" and v >= 0 and v <= 2 ^ 64 end
+-- What a libxsite counter can hold: a whole number from 0 to 2^64 (it
+-- writes them with %llu).
+local function is_counter(v) return is_count(v, 2 ^ 64) end
 local present, whole = json.present, safe.whole
 
 local function check(cond, field, msg)

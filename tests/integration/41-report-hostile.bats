@@ -233,6 +233,40 @@ setup() {
 	run ! test -e "$XT_STATE/reports/$job/mpi/traffic-batch.json"
 }
 
+@test "a job whose steps each write a traffic record of 840 KB leaves a record of one step's matrix, not of each" {
+	local job dir
+	# every step's end reads the job's record back and writes it again:
+	# with a matrix of each step kept, it grew by the traffic record's size
+	# at every step, and so did root's work at each step's end
+	cat >"$XT_STATE/work/$U/big-steps.sh" <<'EOF'
+#!/bin/bash
+# a traffic record of 200 x 200 twenty-digit byte counts, written by five steps
+awk -v job="$SLURM_JOB_ID" -v n=200 'BEGIN {
+	row = "["
+	for (j = 1; j <= n; j++) row = row (j > 1 ? "," : "") "12345678901234567890"
+	row = row "]"
+	printf "{\"version\":1,\"job\":%s,\"ranks\":%d,\"cross\":{\"bytes\":0,\"messages\":0,", job, n
+	printf "\"p2p_bytes\":0,\"p2p_messages\":0,\"coll_bytes\":0,\"coll_messages\":0},\"matrix\":["
+	for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "," : ""), row
+	printf "]}"
+}' >big.json
+for i in 1 2 3 4 5; do
+	srun -n1 bash -c 'cp big.json "$XSITE_TRAFFIC_FILE"'
+done
+EOF
+	chmod 0755 "$XT_STATE/work/$U/big-steps.sh"
+	job=$(submit -t 5 big-steps.sh)
+	wait_job "$job"
+	dir=$XT_STATE/reports/$job
+	# each step's traffic record was read: five steps with their totals
+	run -0 jq -r '[.steps[] | select(.mpi != null) | .mpi.ranks] | map(tostring) | join(" ")' "$dir/report.json"
+	[[ $output == "200 200 200 200 200" ]]
+	run -0 jq -r '[.steps[] | select(.mpi != null and .mpi.matrix != null) | .step] | join(" ")' "$dir/report.json"
+	[[ $output == 4 ]]
+	run -0 stat -c %s "$dir/report.json"
+	((output < 1200000))
+}
+
 @test "a FIFO as the traffic record does not block root" {
 	local job rec
 	job=$(submit --wrap 'mkfifo "$XSITE_TRAFFIC_FILE"')

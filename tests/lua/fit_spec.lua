@@ -26,19 +26,20 @@ describe("xsite.fit", function()
   it("estimates exchange and steps in the model's terms, and predicts each job with the fit", function()
     local c = cfg()
     -- halo1d across 1+1 nodes: f = 1, one flow; across 2+2: f = 1/3, one flow
-    local recs = { job(c, 1, "a1,b1", 1000, 220), job(c, 2, "a[1-2],b[1-2]", 1000 / 3, 220),
+    -- (libxsite counts whole bytes)
+    local recs = { job(c, 1, "a1,b1", 3000, 220), job(c, 2, "a[1-2],b[1-2]", 1000, 220),
       job(c, 3, "a[1-3]", 0, 0), job(c, 4, "a1,b1"), job(c, 5, "a1,b1", 5, 5, "other") }
     local obs, skipped = fit.observations(recs, "halo")
     assert.are.equal(2, #obs)
     assert.are.same({ { job = "3", why = "ran at one site" }, { job = "4", why = "no MPI traffic record" } },
       skipped)
     local r = assert(fit.fit(obs))
-    assert.is_near(1000, r.exchange, 1e-6)
+    assert.is_near(3000, r.exchange, 1e-6)
     assert.are.equal(110, r.steps)
     assert.is_near(0, r.median_error, 1e-9)
-    assert.is_near(1000 / 20e9, r.ratio, 1e-12)
+    assert.is_near(3000 / 20e9, r.ratio, 1e-12)
     -- the fit is per run; the profile line is per iteration
-    assert.are.equal("ProfileName=halo Exchange=500 Steps=55", fit.line("halo", r, 2))
+    assert.are.equal("ProfileName=halo Exchange=1500 Steps=55", fit.line("halo", r, 2))
   end)
 
   it("takes the median: one odd job does not move the fit, and shows as a large error", function()

@@ -127,6 +127,10 @@ describe("xsite.report", function()
       "traffic record: matrix row 1: not ranks long" },
     ["with a negative byte count in the matrix"] = { traffic_raw({ matrix = "[[0,-1],[0,0]]" }),
       "traffic record: matrix row 1: not byte counts" },
+    ["with a fraction of a byte in the matrix"] = { traffic_raw({ matrix = "[[0,0.5],[0,0]]" }),
+      "traffic record: matrix row 1: not byte counts" },
+    ["with a fraction of a count"] = { traffic_raw({ cross = '{"bytes":1.5,"messages":1,"p2p_bytes":1.5,'
+      .. '"p2p_messages":1,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.bytes: not a count" },
     ["with an infinite count"] = { traffic_raw({ cross = '{"bytes":1e999,"messages":1,"p2p_bytes":1e999,'
       .. '"p2p_messages":1,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.bytes: not a count" },
     ["with a count past 2^64"] = { traffic_raw({ cross = '{"bytes":1,"messages":1e300,"p2p_bytes":1,'
@@ -261,29 +265,62 @@ describe("xsite.report", function()
     assert.is_true(instructions < 40e6, instructions .. " VM instructions")
   end)
 
-  it("keeps a record bounded: steps past MAX_STEPS are counted, per-rank detail past MAX_DETAIL dropped", function()
+  it("keeps a record bounded: steps past MAX_STEPS are counted, per-rank detail of one step", function()
     local c = cfg()
     local max_steps, max_detail = report.MAX_STEPS, report.MAX_DETAIL
-    report.MAX_STEPS, report.MAX_DETAIL = 3, 10
+    report.MAX_STEPS, report.MAX_DETAIL = 3, 11
+    local three = { ranks = 3, sites = { a = { 0, 1 }, b = { 2 } }, matrix = { { 0, 0, 1 }, { 0, 0, 0 }, { 0, 0, 0 } } }
     local ok, err = pcall(function()
       local text = nil
-      for i = 1, 5 do
-        local rec, log = ended(c, { step = tostring(i) }, traffic(1, 1), nil, text)
+      -- 2 ranks (2 + 4 numbers of detail), 3 ranks (3 + 9: past MAX_DETAIL),
+      -- 2 ranks, 2 ranks, 2 ranks
+      for i, extra in ipairs({ {}, three, {}, {}, {} }) do
+        local rec, log = ended(c, { step = tostring(i) }, traffic(1, 1, extra), nil, text)
         if i > 3 then assert.matches("not recorded: the record holds 3 steps already", log[1]) end
         text = json.encode(rec)
       end
       local rec = assert(report.decode(text, "x"))
       assert.are.equal(3, #rec.steps)
       assert.are.equal(2, rec.steps_dropped)
-      -- each step holds 2 + 4 numbers of detail: the second fits (12 > 10: no), the first alone does
-      assert.are.same({ { 0, 1 }, { 0, 0 } }, rec.steps[1].mpi.matrix)
+      assert.are.equal(json.null, rec.steps[1].mpi.matrix)
+      assert.are.equal(json.null, rec.steps[1].mpi.sites)
+      assert.are.same({ "per-rank detail (sites, matrix) not kept: a record keeps one step's, step 3's (2 ranks)" },
+        rec.steps[1].notes)
+      assert.are.same({ "per-rank detail (sites, matrix) not kept: more than 11 numbers" }, rec.steps[2].notes)
       assert.are.equal(json.null, rec.steps[2].mpi.matrix)
-      assert.matches("per%-rank detail %(sites, matrix%) not kept", rec.steps[2].notes[1])
       assert.are.equal(1, rec.steps[2].mpi.cross_bytes)
+      assert.are.same({ { 0, 1 }, { 0, 0 } }, rec.steps[3].mpi.matrix)
       assert.matches("2 later step%(s%) not recorded", report.text(rec, nil, 1.1))
     end)
     report.MAX_STEPS, report.MAX_DETAIL = max_steps, max_detail
     assert(ok, err)
+  end)
+
+  it("keeps the per-rank detail of the step with the most ranks (the latest of those), whatever the steps", function()
+    local c = cfg()
+    local three = { ranks = 3, sites = { a = { 0, 1 }, b = { 2 } }, matrix = { { 0, 0, 7 }, { 0, 0, 0 }, { 0, 0, 0 } } }
+    local text, size
+    for i = 1, 40 do
+      local rec = ended(c, { step = tostring(i) }, traffic(i, 1, i == 5 and three or nil), nil, text)
+      text = json.encode(rec)
+      -- past the first step with detail, each step adds its totals only
+      if i == 6 then size = #text end
+    end
+    local rec = assert(report.decode(text, "x"))
+    local held = {}
+    for _, s in ipairs(rec.steps) do
+      if s.mpi.matrix ~= json.null then held[#held + 1] = s.step end
+    end
+    assert.are.same({ "5" }, held)
+    assert.are.same({ { 0, 0, 7 }, { 0, 0, 0 }, { 0, 0, 0 } }, rec.steps[5].mpi.matrix)
+    assert.matches("a record keeps one step's, step 5's %(3 ranks%)", rec.steps[4].notes[1])
+    assert.matches("a record keeps one step's, step 5's %(3 ranks%)", rec.steps[40].notes[1])
+    assert.is_true(#text < size * 40 / 6, #text .. " bytes after 40 steps, " .. size .. " after 6")
+    -- a later step as large takes its place
+    rec = ended(c, { step = "41" }, traffic(1, 1, three), nil, text)
+    assert.are.equal(json.null, rec.steps[5].mpi.matrix)
+    assert.matches("step 41's %(3 ranks%)", rec.steps[5].notes[#rec.steps[5].notes])
+    assert.are.same({ { 0, 0, 7 }, { 0, 0, 0 }, { 0, 0, 0 } }, rec.steps[41].mpi.matrix)
   end)
 
   it("prints no control character of a record's strings, in text or SVG", function()
