@@ -77,18 +77,27 @@ local function checked(t, opts)
     coll_messages = c.coll_messages, sites = json.null, matrix = json.null }
   if present(t.sites) then
     check(type(t.sites) == "table" and not json.is_array(t.sites), "traffic record: sites", "not an object")
-    local known, seen, n = {}, {}, 0
+    -- every rank listed, sorted, to find one listed twice: not a table
+    -- keyed by rank, as numbers chosen to share a hash chain would cost
+    -- its inserts the square of their count
+    local known, all, site_of, n = {}, {}, {}, 0
     for _, name in ipairs(opts.sites or {}) do known[name] = true end
     for name, list in pairs(t.sites) do
       check(not opts.sites or known[name], "traffic record: sites", string.format(
         "'%s' is not a site of the configuration (%s)", printable(name, 64), table.concat(opts.sites or {}, ", ")))
       check(json.is_array(list), "traffic record: sites." .. name, "not a list of ranks")
       for _, r in ipairs(list) do
-        check(is_count(r, ranks - 1) and not seen[r], "traffic record: sites." .. name,
-          "not distinct ranks from 0 to ranks - 1")
-        seen[r] = true
+        check(is_count(r, ranks - 1), "traffic record: sites." .. name, "not distinct ranks from 0 to ranks - 1")
         n = n + 1
+        all[n], site_of[n] = r, name
       end
+    end
+    local order = {}
+    for k = 1, n do order[k] = k end
+    table.sort(order, function(a, b) return all[a] < all[b] end)
+    for k = 2, n do
+      local a, b = order[k - 1], order[k]
+      check(all[a] ~= all[b], "traffic record: sites." .. site_of[b], "not distinct ranks from 0 to ranks - 1")
     end
     m.sites = t.sites
     m.detail = n
