@@ -9,10 +9,10 @@
 # node count changed through libslurm, which takes what scontrol refuses),
 # heterogeneous jobs, --prefer, task counts that Slurm may spread, counts
 # without -N, GPUs for the whole job, --dependency=expand, huge node lists
-# and a flood of distinct profiles.  Every test judges by where the job actually ran (its NodeList,
-# the nodes' site features) or by the refusal sbatch printed, never by
-# xsite's record.  The last test is a generator of random submissions and
-# updates mixing all of these.
+# and a flood of distinct profiles.  Every test judges by where the job
+# actually ran (its NodeList, the nodes' site features) or by the refusal
+# sbatch printed, never by xsite's record.  The last test is a generator
+# of random submissions and updates mixing all of these.
 #
 # The file's configuration: the testbed's, with OversizeAction=reject and
 # MaxSlowdown=1.0, so that no job of this user may span whatever its shape;
