@@ -50,6 +50,20 @@ local function check(cond, field, msg)
   if not cond then error({ traffic = field .. ": " .. msg }, 0) end
 end
 
+-- The site whose list names rank r a second time, the lists walked in
+-- the order the check walks them.
+local function second_listing(sites, r)
+  local seen = 0
+  for name, list in pairs(sites) do
+    for _, v in ipairs(list) do
+      if v == r then
+        seen = seen + 1
+        if seen == 2 then return name end
+      end
+    end
+  end
+end
+
 -- The record checked field by field (raises { traffic = message }).
 local function checked(t, opts)
   check(type(t) == "table" and not json.is_array(t), "traffic record", "not a JSON object")
@@ -80,7 +94,7 @@ local function checked(t, opts)
     -- every rank listed, sorted, to find one listed twice: not a table
     -- keyed by rank, as numbers chosen to share a hash chain would cost
     -- its inserts the square of their count
-    local known, all, site_of, n = {}, {}, {}, 0
+    local known, all, n = {}, {}, 0
     for _, name in ipairs(opts.sites or {}) do known[name] = true end
     for name, list in pairs(t.sites) do
       check(not opts.sites or known[name], "traffic record: sites", string.format(
@@ -89,15 +103,15 @@ local function checked(t, opts)
       for _, r in ipairs(list) do
         check(is_count(r, ranks - 1), "traffic record: sites." .. name, "not distinct ranks from 0 to ranks - 1")
         n = n + 1
-        all[n], site_of[n] = r, name
+        all[n] = r
       end
     end
-    local order = {}
-    for k = 1, n do order[k] = k end
-    table.sort(order, function(a, b) return all[a] < all[b] end)
+    table.sort(all)
     for k = 2, n do
-      local a, b = order[k - 1], order[k]
-      check(all[a] ~= all[b], "traffic record: sites." .. site_of[b], "not distinct ranks from 0 to ranks - 1")
+      if all[k] == all[k - 1] then
+        check(false, "traffic record: sites." .. second_listing(t.sites, all[k]),
+          "not distinct ranks from 0 to ranks - 1")
+      end
     end
     m.sites = t.sites
     m.detail = n
