@@ -26,7 +26,8 @@
  * (xsite.spank.step_start).  At exit that node adds the step to report.json
  * with its elapsed time and traffic (TrafficMaxSize bounds what it reads),
  * then writes the --xsite-report copy with the user's ids, waiting for the
- * writer at most XSITE_COPY_TIMEOUT_MS (xsite_remote_exit).  A record that
+ * writer at most XSITE_COPY_TIMEOUT_MS, in turn with the job's other steps
+ * and only while the record is the one it wrote (xsite_remote_exit).  A record that
  * cannot be made is logged in the slurmd log only (init_post_opt and exit
  * run before and after the tasks); the step runs as ever.  Once the job has
  * ended, slurmd's epilog (job_epilog, as root, every node of the job) takes
@@ -381,7 +382,6 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 {
 	struct xsite_lua *x;
 	char *err = NULL, *text = NULL;
-	int lock = -1;
 
 	if (rules_file != NULL) {
 		if (unlink(rules_file) < 0 && errno != ENOENT)
@@ -397,7 +397,7 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 			    err ? err : "out of memory");
 		goto out;
 	}
-	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, rep.max_traffic, &text, &lock, &err) < 0) {
+	if (xsite_report_finish(x, rep.dir, &rep.step, rep.start, rep.max_traffic, &text, &err) < 0) {
 		slurm_error("xsite: report: job %u step %s: %s", rep.step.jobid, rep.step.step, err);
 		goto out;
 	}
@@ -405,17 +405,11 @@ void xsite_remote_exit(const struct xsite_config *cfg)
 		      rep.step.step, rep.dir, rep.step.jobid);
 	free(err);
 	err = NULL;
-	/* the record is written: the steps ending with this one do not wait for the user's copy */
-	if (lock >= 0) {
-		close(lock);
-		lock = -1;
-	}
-	if (rep.copy != NULL &&
-	    xsite_report_copy(text, rep.copy, rep.cwd, &rep.step, XSITE_COPY_TIMEOUT_MS, &err) < 0)
+	/* the record is unlocked: other steps ending now add theirs while the copies take turns */
+	if (rep.copy != NULL && xsite_report_deliver(rep.dir, &rep.step, text, rep.copy, rep.cwd,
+						     XSITE_COPY_TIMEOUT_MS, &err) < 0)
 		slurm_error("xsite: report: job %u: %s", rep.step.jobid, err);
 out:
-	if (lock >= 0)
-		close(lock);
 	xsite_lua_close(lua);
 	lua = NULL;
 	free(err);

@@ -8,6 +8,7 @@
  *   D/JOBID/.job          root, 0600: the identity stamp (uid, made, ended)
  *   D/JOBID/report.json   root, group of D, 0640; ACL u:U:r--  (the record)
  *   D/JOBID/.lock         root, 0600 (steps ending at once take turns)
+ *   D/JOBID/.copy         root, 0600 (their --xsite-report copies take turns)
  *   D/JOBID/mpi/          U, 0700 while the job runs: libxsite writes
  *                         traffic-STEP.json here; root's (0700) once it ended
  *   D/.lock               root, 0600: steps making their directory and the
@@ -73,6 +74,7 @@
 #define MPI_DIR "mpi"
 #define STAMP ".job"
 #define LOCK ".lock"
+#define COPY_LOCK ".copy"
 #define CURSOR ".prune"
 #define STALE ".stale."
 #define FRESH ".new."
@@ -674,20 +676,20 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 	return text;
 }
 
-/* The job's .lock (root's; made if missing), locked within XSITE_LOCK_TIMEOUT_MS. */
-static int lock_job(int job, char **err)
+/* The job's lock file `name` (root's; made if missing), locked within timeout_ms. */
+static int lock_job(int job, const char *name, int timeout_ms, char **err)
 {
 	struct stat ls;
-	int fd = openat(job, LOCK, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = openat(job, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0 && errno == EEXIST)
-		fd = openat(job, LOCK, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		fd = openat(job, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &ls) < 0 || !S_ISREG(ls.st_mode) || ls.st_uid != 0) {
-		*err = xsite_fmt(LOCK ": %s", fd < 0 ? strerror(errno) : "not a regular file of root's");
+		*err = xsite_fmt("%s: %s", name, fd < 0 ? strerror(errno) : "not a regular file of root's");
 		goto fail;
 	}
-	if (lock_within(fd, XSITE_LOCK_TIMEOUT_MS) < 0) {
-		*err = xsite_fmt(LOCK ": %s", errno == ETIMEDOUT ?
+	if (lock_within(fd, timeout_ms) < 0) {
+		*err = xsite_fmt("%s: %s", name, errno == ETIMEDOUT ?
 				 "held by another step for longer than the wait allowed" : strerror(errno));
 		goto fail;
 	}
@@ -699,8 +701,7 @@ fail:
 }
 
 int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite_report_step *st,
-			const char *start_json, long max_traffic, char **text, int *lockfd,
-			char **err)
+			const char *start_json, long max_traffic, char **text, char **err)
 {
 	char finish[32], *traffic = NULL, *note = NULL, *existing = NULL, *log = NULL, *warn = NULL;
 	char *lerr = NULL;
@@ -710,7 +711,6 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 	int job, lock = -1, fd, rc = -1;
 
 	*text = NULL;
-	*lockfd = -1;
 	*err = NULL;
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(finish, sizeof(finish), "%lld.%03ld", (long long)now.tv_sec, now.tv_nsec / 1000000);
@@ -719,7 +719,7 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 		return -1;
 	traffic = take_traffic(job, st, max_traffic, &note);
 
-	lock = lock_job(job, &lerr);
+	lock = lock_job(job, LOCK, XSITE_LOCK_TIMEOUT_MS, &lerr);
 	if (lock < 0) {
 		*err = xsite_fmt("ReportDir %s: %u/%s", dir, st->jobid, lerr ? lerr : "out of memory");
 		goto out;
@@ -758,8 +758,6 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 		free(warn);
 	}
 	rc = 0;
-	*lockfd = lock;
-	lock = -1;
 out:
 	if (lock >= 0)
 		close(lock);
@@ -1009,6 +1007,51 @@ int xsite_report_copy(const char *text, const char *path, const char *cwd,
 		return -1;
 	}
 	return 0;
+}
+
+/* Whether the job's record (job: its directory) is still text, as this step wrote it. */
+static int record_is(int job, const char *text)
+{
+	char *now, *rerr = NULL;
+	int fd = openat(job, RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY), same;
+
+	if (fd < 0)
+		return 0;
+	now = read_fd(fd, 0, (long)strlen(text), RECORD, &rerr);
+	close(fd);
+	same = now != NULL && strcmp(now, text) == 0;
+	free(now);
+	free(rerr);
+	return same;
+}
+
+int xsite_report_deliver(const char *dir, const struct xsite_report_step *st, const char *text,
+			 const char *path, const char *cwd, int timeout_ms, char **err)
+{
+	char *lerr = NULL;
+	gid_t group;
+	int job, lock, rc;
+
+	*err = NULL;
+	job = open_job(dir, st, 0, &group, NULL, err);
+	if (job < 0)
+		return -1;
+	/* the step before holds the turn while its writer runs: timeout_ms, then 2 s to reap it */
+	lock = lock_job(job, COPY_LOCK, timeout_ms + 3000, &lerr);
+	if (lock < 0) {
+		*err = xsite_fmt("--xsite-report: ReportDir %s: %u/%s; no copy from this step", dir,
+				 st->jobid, lerr ? lerr : "out of memory");
+		free(lerr);
+		close(job);
+		return -1;
+	}
+	if (record_is(job, text))
+		rc = xsite_report_copy(text, path, cwd, st, timeout_ms, err);
+	else
+		rc = 1;	/* a later step's record: that step writes the copy */
+	close(lock);
+	close(job);
+	return rc;
 }
 
 /* ---- the end of a job, and ReportRetention ------------------------------------ */

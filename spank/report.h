@@ -58,13 +58,10 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
  * is not read), add the step to ReportDir/JOBID/report.json (under a lock
  * waited for at most XSITE_LOCK_TIMEOUT_MS, written whole to a new file and
  * renamed) through xsite.spank.step_end.  *text is the job's record as
- * written (caller frees); the lock is still held through *lockfd (caller
- * closes it once the user's copy is written, so that copies land in the
- * order of the records).
+ * written (caller frees).
  */
 int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite_report_step *st,
-			const char *start_json, long max_traffic, char **text, int *lockfd,
-			char **err);
+			const char *start_json, long max_traffic, char **text, char **err);
 
 /*
  * The user's copy (--xsite-report): written by a child process with the
@@ -78,6 +75,18 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
  */
 int xsite_report_copy(const char *text, const char *path, const char *cwd,
 		      const struct xsite_report_step *st, int timeout_ms, char **err);
+
+/*
+ * The copy of the record this step wrote (text, from xsite_report_finish),
+ * in turn with the job's other steps: their copies are written one at a
+ * time (ReportDir/JOBID/.copy, waited for at most timeout_ms + 3 s), and
+ * only while the record is still text.  A step that finds a later step's
+ * record leaves the copy to that step, so the copy the user keeps is of the
+ * last record, whichever writer ran last.  Returns 0 (written), 1 (left to
+ * the later step), or -1 with *err.
+ */
+int xsite_report_deliver(const char *dir, const struct xsite_report_step *st, const char *text,
+			 const char *path, const char *cwd, int timeout_ms, char **err);
 
 /* What xsite_child_wait saw. */
 enum xsite_wait {

@@ -8,7 +8,8 @@
  *              directory; a job id that comes back; a lock a user holds
  *              on ReportDir; the job's end (mpi/ taken back); ReportRetention (bounded pruning, no link
  *              followed); the --xsite-report writer, which the user can stop
- *              or kill: root returns within its deadline.
+ *              or kill: root returns within its deadline; the copies of steps
+ *              ending at once, which take turns, the last record's kept.
  *   remote.c   the same through the plugin's slurmstepd entry points
  *              (init_post_opt, exit, job_epilog), with the step's ids and
  *              environment given the way slurmstepd gives them.
@@ -363,7 +364,6 @@ static char *step_with(uint32_t job, void (*plant)(const char *path), double *se
 	struct xsite_report_step st = step_of(job, "0");
 	char *traffic = NULL, *start, *text = NULL;
 	double t0;
-	int lock = -1;
 
 	*secs = 0;
 	*err = NULL;
@@ -375,11 +375,9 @@ static char *step_with(uint32_t job, void (*plant)(const char *path), double *se
 	if (plant != NULL)
 		plant(traffic);
 	t0 = now_s();
-	if (xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &lock, err) < 0)
+	if (xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, err) < 0)
 		text = NULL;
 	*secs = now_s() - t0;
-	if (lock >= 0)
-		close(lock);
 	free(start);
 	free(traffic);
 	return text;
@@ -605,7 +603,7 @@ static void test_mount(void)
 {
 	struct xsite_report_step st = step_of(111, "0");
 	char *traffic = NULL, *start, *text = NULL, *err = NULL;
-	int lock = -1, rc;
+	int rc;
 
 	rc = xsite_report_prepare(reports, &st, &traffic, &err);
 	free(err);
@@ -618,7 +616,7 @@ static void test_mount(void)
 	own(path_of("reports/111/mpi"), owner);
 	put(traffic, traffic_json(111), owner);
 	start = start_record(&st);
-	xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &lock, &err);
+	xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &err);
 	ok(has(text, "no MPI traffic record (mpi/ missing, not the owner's, or not on ReportDir's file system)"),
 	   "mpi/ with a file system mounted on it is not read");
 	/* the job ends with the mount still there: mpi/ cannot be taken back */
@@ -637,8 +635,6 @@ static void test_mount(void)
 	rc = prepare(111, owner, &err);
 	ok(rc >= 0 && stale_count(111) == 1 && has(err, "ended): moved to .stale.111."), "and its end is noted: job 111 again does not meet its files (%s)",
 	   err ? err : "");
-	if (lock >= 0)
-		close(lock);
 	free(start);
 	free(text);
 	free(err);
@@ -729,10 +725,9 @@ static void test_reuse(void)
 	{
 		struct xsite_report_step s2 = step_of(121, "1");
 		char *t2 = NULL;
-		int lock = -1;
 
 		s2.uid = owner;
-		rc = xsite_report_finish(lua, reports, &s2, "{}", MAX_TRAFFIC, &t2, &lock, &err);
+		rc = xsite_report_finish(lua, reports, &s2, "{}", MAX_TRAFFIC, &t2, &err);
 		ok(rc < 0 && has(err, "121/ is not this job's (made for uid 4243)"),
 		   "a step ending sees another job's directory: no record written there");
 		free(err);
@@ -1345,6 +1340,89 @@ static void test_copy(void)
 	free(big);
 }
 
+/* Step STEP of job JOB, prepared and ended without a traffic record: the record's text. */
+static char *end_step(uint32_t job, const char *step)
+{
+	struct xsite_report_step st = step_of(job, step);
+	char *traffic = NULL, *start, *text = NULL, *err = NULL;
+
+	if (xsite_report_prepare(reports, &st, &traffic, &err) >= 0) {
+		start = start_record(&st);
+		if (xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &err) < 0)
+			diag("finish", err);
+		free(start);
+	}
+	free(traffic);
+	free(err);
+	return text;
+}
+
+/*
+ * Two steps of a job end at once: each writes the record, then its copy.
+ * Their writers (the user's processes) may finish in either order; the copy
+ * that stays must be of the last record.
+ */
+static void test_copy_turns(void)
+{
+	struct xsite_report_step st = step_of(150, "1");
+	char *first, *last, *copy, *err = NULL, lock_path[PATH_MAX];
+	const char *target = path_of("copies/turns.json");
+	double t0, secs;
+	int rc, ready[2], fd;
+	ssize_t rc2;
+	pid_t holder;
+
+	first = end_step(150, "0");
+	last = end_step(150, "1");
+	rc = xsite_report_deliver(reports, &st, first, target, NULL, 5000, &err);
+	ok(rc == 1 && err == NULL && access(target, F_OK) < 0,
+	   "a step whose record a later step has replaced leaves the copy to that step");
+	free(err);
+	rc = xsite_report_deliver(reports, &st, last, target, NULL, 5000, &err);
+	copy = slurp(target);
+	ok(rc == 0 && copy != NULL && last != NULL && strcmp(copy, last) == 0 && has(copy, "\"step\":\"0\"") &&
+	   has(copy, "\"step\":\"1\""), "the later step's copy is the last record, with both steps");
+	free(copy);
+	free(err);
+
+	/* one copy at a time: a step waits while another's writer runs, with a deadline */
+	snprintf(lock_path, sizeof(lock_path), "%s/150/.copy", reports);
+	for (int hold = 0; hold < 2; hold++) {
+		if (pipe(ready) < 0)
+			break;
+		holder = fork();
+		if (holder == 0) {
+			fd = open(lock_path, O_RDWR);
+			if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
+				_exit(1);
+			sleep(hold == 0 ? 1 : 6);
+			_exit(0);
+		}
+		close(ready[1]);
+		rc2 = read(ready[0], &(char){ 0 }, 1);
+		close(ready[0]);
+		t0 = now_s();
+		rc = xsite_report_deliver(reports, &st, last, target, NULL, hold == 0 ? 5000 : 1000, &err);
+		secs = now_s() - t0;
+		if (hold == 0)
+			ok(rc2 == 1 && rc == 0 && secs >= 0.9 && secs < 5,
+			   "a step's copy waits for the writer of another step's (%.2f s)", secs);
+		else
+			ok(rc2 == 1 && rc < 0 && has(err, "--xsite-report: ReportDir ") &&
+			   has(err, "150/.copy: held by another step for longer than the wait allowed; no copy") &&
+			   secs >= 3.9 && secs < 5.5,
+			   "and no longer than its own writer's deadline and 3 s to reap it (%.2f s)", secs);
+		if (err != NULL)
+			diag("message", err);
+		free(err);
+		err = NULL;
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+	}
+	free(first);
+	free(last);
+}
+
 /* ---- remote.c: the plugin's slurmstepd entry points ------------------------- */
 
 static void test_remote(void)
@@ -1462,6 +1540,7 @@ int main(int argc, char **argv)
 	test_prune_foreign();
 	test_wait();
 	test_copy();
+	test_copy_turns();
 	test_remote();
 	printf("1..%d\n", test_no);
 
