@@ -40,6 +40,40 @@ local function is_array(t)
   return true
 end
 
+-- How a number is written: a whole number up to 2^53 in full, any other
+-- with 14 significant digits; NaN and infinities as null (no argument).
+local function number_format(x)
+  if x ~= x or x == math.huge or x == -math.huge then return "null" end
+  if x == math.floor(x) and math.abs(x) <= 2 ^ 53 then return "%.0f" end
+  return "%.14g"
+end
+
+-- Numbers in a row of an array are written NUMBERS at a time by one
+-- string.format: one string made for each run, not one for each number
+-- (a number's text, chosen by whoever gave it, would be a Lua string: see
+-- `made` below).  WHOLE[n]: the format of n whole numbers.
+local NUMBERS = 64
+local WHOLE = {}
+local unpack = table.unpack or unpack
+
+-- v[i..j], all numbers, into out.
+local function encode_numbers(v, i, j, out)
+  local fmt, args, whole = {}, {}, true
+  for k = i, j do
+    local f = number_format(v[k])
+    fmt[#fmt + 1] = f
+    if f ~= "null" then args[#args + 1] = v[k] end
+    whole = whole and f == "%.0f"
+  end
+  local n = j - i + 1
+  if whole then
+    WHOLE[n] = WHOLE[n] or table.concat(fmt, ",")
+    out[#out + 1] = string.format(WHOLE[n], unpack(args, 1, n))
+  else
+    out[#out + 1] = string.format(table.concat(fmt, ","), unpack(args, 1, #args))
+  end
+end
+
 local function encode(v, out)
   local ty = type(v)
   if ty == "nil" or v == M.null then
@@ -47,21 +81,26 @@ local function encode(v, out)
   elseif ty == "boolean" then
     out[#out + 1] = tostring(v)
   elseif ty == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then
-      out[#out + 1] = "null"
-    elseif v == math.floor(v) and math.abs(v) <= 2 ^ 53 then
-      out[#out + 1] = string.format("%.0f", v)
-    else
-      out[#out + 1] = string.format("%.14g", v)
-    end
+    local f = number_format(v)
+    out[#out + 1] = f == "null" and f or string.format(f, v)
   elseif ty == "string" then
     out[#out + 1] = encode_string(v)
   elseif ty == "table" then
     if is_array(v) then
       out[#out + 1] = "["
-      for i = 1, #v do
+      local i, n = 1, #v
+      while i <= n do
         if i > 1 then out[#out + 1] = "," end
-        encode(v[i], out)
+        local j = i
+        while j < n and j - i + 1 < NUMBERS and type(v[j]) == "number" and type(v[j + 1]) == "number" do
+          j = j + 1
+        end
+        if type(v[i]) == "number" then
+          encode_numbers(v, i, j, out)
+        else
+          encode(v[i], out)
+        end
+        i = j + 1
       end
       out[#out + 1] = "]"
     else
@@ -104,9 +143,10 @@ end
 -- or key once decoded; `max_values`: values in the whole text;
 -- `max_long_strings`: strings and keys of 32 bytes or more as written, and
 -- their pieces between escapes (see `long_strings`); `max_number`:
--- characters of one number.
+-- characters of one number; `max_strings`: Lua strings the decode makes
+-- (see `made`).
 M.LIMITS = { max_depth = 200, max_items = math.huge, max_string = math.huge, max_values = math.huge,
-  max_long_strings = math.huge, max_number = math.huge }
+  max_long_strings = math.huge, max_number = math.huge, max_strings = math.huge }
 
 local ESCAPES = { ['"'] = '"', ["\\"] = "\\", ["/"] = "/", b = "\b", f = "\f", n = "\n", r = "\r", t = "\t" }
 
@@ -121,8 +161,11 @@ local function utf8_char(cp)
 end
 
 -- The limits of the decode in progress (decode is not re-entrant: it never
--- yields or calls out).
-local lim_depth, lim_items, lim_string, lim_values, lim_number, nvalues
+-- yields or calls out), the keys whose values it skips, and its counts.
+local lim_depth, lim_items, lim_string, lim_values, lim_number, lim_strings, skipped, nvalues, nstrings
+
+local byte = string.byte
+local NO_SKIP = {}
 
 local decode_value
 
@@ -134,6 +177,19 @@ local function fail(i, msg)
   error({ json = string.format("offset %d: %s", i, msg) }, 0)
 end
 
+-- Every Lua string is interned, and Lua 5.1 hashes one with a seed that is
+-- the same in every process: texts built offline to share a hash chain
+-- make each new one compare with all those before it, a cost that grows
+-- with the square of their number (80000 keys of 8 bytes in a 1 MiB text:
+-- 45 s).  So a decode counts the strings it makes (keys, string values and
+-- their pieces, the text of a number it cannot read from its bytes) and
+-- stops past max_strings; numbers are read from their bytes; values the
+-- caller skips are checked, not made.
+local function made(i)
+  nstrings = nstrings + 1
+  if nstrings > lim_strings then fail(i, string.format("more than %d strings and keys", lim_strings)) end
+end
+
 -- A character of the text for a message: itself when printable ASCII.
 local function shown(c)
   if c == "" then return "end of text" end
@@ -142,121 +198,233 @@ local function shown(c)
   return string.format("byte 0x%02x", b)
 end
 
-local function decode_string(s, i)
+-- The value of a hex digit's byte, or nil.
+local function hex_digit(b)
+  if b == nil then return nil end
+  if b >= 48 and b <= 57 then return b - 48 end
+  if b >= 65 and b <= 70 then return b - 55 end
+  if b >= 97 and b <= 102 then return b - 87 end
+end
+
+-- The four hex digits at s[j], or nil.
+local function hex4(s, j)
+  local a, b, c, d = byte(s, j, j + 3)
+  a, b, c, d = hex_digit(a), hex_digit(b), hex_digit(c), hex_digit(d)
+  if a and b and c and d then return ((a * 16 + b) * 16 + c) * 16 + d end
+end
+
+-- A string from s[i] (its opening quote): its value (nil when not `make`:
+-- checked the same, nothing made) and the position after it.
+local function decode_string(s, i, make)
   local out, j, len = {}, i + 1, 0
   while true do
-    local c = s:sub(j, j)
-    if c == "" then fail(i, "unterminated string") end
-    if c == '"' then return table.concat(out), j + 1 end
-    local piece
-    if c == "\\" then
+    local c = byte(s, j)
+    if c == nil then fail(i, "unterminated string") end
+    if c == 34 then  -- '"'
+      if not make then return nil, j + 1 end
+      if #out <= 1 then return out[1] or "", j + 1 end
+      made(i)
+      return table.concat(out), j + 1
+    end
+    local piece, n
+    if c == 92 then  -- '\\'
       local e = s:sub(j + 1, j + 1)
       if e == "u" then
-        local hex = s:match("^%x%x%x%x", j + 2)
-        if not hex then fail(j, "bad \\u escape") end
-        local cp = tonumber(hex, 16)
+        local cp = hex4(s, j + 2)
+        if not cp then fail(j, "bad \\u escape") end
         j = j + 6
         if cp >= 0xDC00 and cp <= 0xDFFF then fail(j - 6, "unpaired surrogate") end
         if cp >= 0xD800 and cp <= 0xDBFF then
-          local lo = s:match("^\\u(%x%x%x%x)", j)
-          lo = lo and tonumber(lo, 16)
+          local lo = byte(s, j) == 92 and byte(s, j + 1) == 117 and hex4(s, j + 2)
           if not lo or lo < 0xDC00 or lo > 0xDFFF then fail(j, "unpaired surrogate") end
           cp = 0x10000 + (cp - 0xD800) * 1024 + (lo - 0xDC00)
           j = j + 6
         end
-        piece = utf8_char(cp)
+        n = cp < 0x80 and 1 or cp < 0x800 and 2 or cp < 0x10000 and 3 or 4
+        if make and n > 1 then
+          made(i)
+          piece = utf8_char(cp)
+        elseif make then
+          piece = string.char(cp)
+        end
       elseif ESCAPES[e] then
-        piece = ESCAPES[e]
+        piece, n = ESCAPES[e], 1
         j = j + 2
       else
         fail(j, "bad escape")
       end
-    elseif c:byte() < 32 then
+    elseif c < 32 then
       fail(j, "control character in string")
     else
       local k = s:find('["\\\1-\31]', j) or #s + 1
-      piece = s:sub(j, k - 1)
+      n = k - j
+      if make and n > 1 then
+        made(i)
+        piece = s:sub(j, k - 1)
+      elseif make then
+        piece = s:sub(j, j)
+      end
       j = k
     end
-    len = len + #piece
+    len = len + n
     if len > lim_string then fail(i, string.format("string longer than %d bytes", lim_string)) end
-    out[#out + 1] = piece
+    if make then out[#out + 1] = piece end
   end
+end
+
+-- The value of the digits s[i..j], at most 15 of them (exact), read from
+-- their bytes five at a time.
+local function digits(s, i, j)
+  local v, k = 0, i
+  while j - k >= 4 do
+    local a, b, c, d, e = byte(s, k, k + 4)
+    v = v * 100000 + (a * 10000 + b * 1000 + c * 100 + d * 10 + e - 533328)
+    k = k + 5
+  end
+  while k <= j do
+    v = v * 10 + byte(s, k) - 48
+    k = k + 1
+  end
+  return v
+end
+
+-- Powers of ten a double holds exactly; 10^15, an integer where Lua has them.
+local POW10 = {}
+for k = 0, 22 do POW10[k] = 10 ^ k end
+local E15 = 1000000000000000
+
+-- The value of the number s[i..j - 1]: its integer digits end at d, its
+-- fraction is f0..f1 (f1 < f0: none), its exponent's digits x0..x1 (x1 <
+-- x0: none; xneg its sign).  Read from the bytes when that gives the double
+-- nearest to it, as tonumber does: up to 15 significant digits scaled by
+-- at most 10^22 (one rounding), or an integer of up to 20 digits
+-- (hi * 10^15 + lo, one rounding).  Else from its text, which is made.
+local function number_value(s, i, d, f0, f1, x0, x1, xneg, j)
+  local neg = byte(s, i) == 45
+  local d0 = neg and i + 1 or i
+  local nint, nfrac, v = d - d0 + 1, f1 - f0 + 1, nil
+  if nint + nfrac <= 15 and x1 - x0 < 3 then
+    v = digits(s, d0, d)
+    if nfrac > 0 or x1 >= x0 then
+      if nfrac > 0 then v = v * POW10[nfrac] + digits(s, f0, f1) end
+      local e = (x1 >= x0 and digits(s, x0, x1) or 0) * (xneg and -1 or 1) - nfrac
+      if e >= 0 and e <= 22 then
+        v = v * POW10[e]
+      elseif e < 0 and e >= -22 then
+        v = v / POW10[-e]
+      else
+        v = nil
+      end
+    end
+  elseif nint <= 20 and nfrac == 0 and x1 < x0 then
+    -- an integer where Lua has them, as tonumber gives it, up to 2^63 - 1
+    local hi, lo = digits(s, d0, d - 15), digits(s, d - 14, d)
+    if hi < 9223 or (hi == 9223 and lo <= 372036854775807) then
+      v = hi * E15 + lo
+    else
+      v = hi * POW10[15] + lo
+    end
+  end
+  if v == nil then
+    made(i)
+    return tonumber(s:sub(i, j - 1))
+  end
+  return neg and -v or v
 end
 
 -- RFC 8259 numbers: -?(0|[1-9]digits)(.digits)?([eE][+-]?digits)?, found
--- by position (no text of one is made before its length is checked)
-local function decode_number(s, i)
-  local _, j = s:find("^-?%d+", i)
-  if not j then return nil end
+-- by position; its value from number_value.
+local function decode_number(s, i, make)
+  local _, d = s:find("^-?%d+", i)
+  if not d then return nil end
   if s:find("^-?0%d", i) then fail(i, "leading zero") end
-  j = j + 1
-  if s:byte(j) == 46 then  -- '.'
-    local _, f = s:find("^%.%d+", j)
-    if not f then fail(j, "a digit must follow '.'") end
-    j = f + 1
+  local j, f0, f1, x0, x1, xneg = d + 1, 0, -1, 0, -1, false
+  if byte(s, j) == 46 then  -- '.'
+    f0 = j + 1
+    _, f1 = s:find("^%d+", f0)
+    if not f1 then fail(j, "a digit must follow '.'") end
+    j = f1 + 1
   end
-  local e = s:byte(j)
+  local e = byte(s, j)
   if e == 101 or e == 69 then  -- 'e', 'E'
-    local _, x = s:find("^[eE][-+]?%d+", j)
-    if not x then fail(j, "a digit must follow the exponent") end
-    j = x + 1
+    local sign = byte(s, j + 1)
+    x0 = (sign == 43 or sign == 45) and j + 2 or j + 1
+    xneg = sign == 45
+    _, x1 = s:find("^%d+", x0)
+    if not x1 then fail(j, "a digit must follow the exponent") end
+    j = x1 + 1
   end
   if j - i > lim_number then fail(i, string.format("a number longer than %d characters", lim_number)) end
-  return tonumber(s:sub(i, j - 1)), j
+  if not make then return false, j end
+  return number_value(s, i, d, f0, f1, x0, x1, xneg, j), j
 end
 
-function decode_value(s, i, depth)
+-- The value at s[i] (after blanks) and the position after it; with `make`
+-- false it is checked the same, and nothing of it is made (nil).
+function decode_value(s, i, depth, make)
   i = skip(s, i)
   nvalues = nvalues + 1
   if nvalues > lim_values then fail(i, string.format("more than %d values", lim_values)) end
-  local c = s:sub(i, i)
-  if c == "{" or c == "[" then
+  local c = byte(s, i)
+  if c == 123 or c == 91 then  -- '{', '['
     if depth >= lim_depth then fail(i, string.format("nested too deep (more than %d levels)", lim_depth)) end
   end
-  if c == "{" then
-    local obj, n = {}, 0
+  if c == 123 then
+    local obj, n = make and {}, 0
     i = skip(s, i + 1)
-    if s:sub(i, i) == "}" then return obj, i + 1 end
+    if byte(s, i) == 125 then return obj, i + 1 end
     while true do
-      if s:sub(i, i) ~= '"' then fail(i, "expected a string key") end
+      if byte(s, i) ~= 34 then fail(i, "expected a string key") end
       n = n + 1
       if n > lim_items then fail(i, string.format("an object of more than %d members", lim_items)) end
-      local k
-      k, i = decode_string(s, i)
+      local k, v
+      k, i = decode_string(s, i, make)
       i = skip(s, i)
-      if s:sub(i, i) ~= ":" then fail(i, "expected ':'") end
-      obj[k], i = decode_value(s, i + 1, depth + 1)
+      if byte(s, i) ~= 58 then fail(i, "expected ':'") end
+      local keep = make and not skipped[k]
+      v, i = decode_value(s, i + 1, depth + 1, keep)
+      if keep then obj[k] = v end
       i = skip(s, i)
-      local d = s:sub(i, i)
-      if d == "}" then return obj, i + 1 end
-      if d ~= "," then fail(i, "expected ',' or '}'") end
+      local d = byte(s, i)
+      if d == 125 then return obj, i + 1 end
+      if d ~= 44 then fail(i, "expected ',' or '}'") end
       i = skip(s, i + 1)
     end
-  elseif c == "[" then
-    local arr, n = M.array({}), 0
+  elseif c == 91 then
+    local arr, n = make and M.array({}), 0
     i = skip(s, i + 1)
-    if s:sub(i, i) == "]" then return arr, i + 1 end
+    if byte(s, i) == 93 then return arr, i + 1 end
     while true do
       n = n + 1
       if n > lim_items then fail(i, string.format("an array of more than %d elements", lim_items)) end
       -- the common case first: a plain integer right before ',' or ']'
       local _, j = s:find("^-?%d+[,%]]", i)
-      if j and j - i <= lim_number and not s:find("^-?0%d", i) then
+      local v
+      local len, b = j and j - i, byte(s, i)
+      -- (a leading zero is refused by decode_value)
+      if j and len <= lim_number and (len == 1 or (b ~= 48 and (b ~= 45 or byte(s, i + 1) ~= 48))) then
         nvalues = nvalues + 1
         if nvalues > lim_values then fail(i, string.format("more than %d values", lim_values)) end
-        arr[n], i = tonumber(s:sub(i, j - 1)), j
+        if make and len == 1 then
+          v = b - 48
+        elseif make and len <= 15 and b ~= 45 then
+          v = digits(s, i, j - 1)
+        elseif make then
+          v = number_value(s, i, j - 1, 0, -1, 0, -1, false, j)
+        end
+        i = j
       else
-        arr[n], i = decode_value(s, i, depth + 1)
+        v, i = decode_value(s, i, depth + 1, make)
         i = skip(s, i)
       end
-      local d = s:sub(i, i)
-      if d == "]" then return arr, i + 1 end
-      if d ~= "," then fail(i, "expected ',' or ']'") end
+      if make then arr[n] = v end
+      local d = byte(s, i)
+      if d == 93 then return arr, i + 1 end
+      if d ~= 44 then fail(i, "expected ',' or ']'") end
       i = i + 1
     end
-  elseif c == '"' then
-    return decode_string(s, i)
+  elseif c == 34 then
+    return decode_string(s, i, make)
   elseif s:find("^true", i) then
     return true, i + 4
   elseif s:find("^false", i) then
@@ -264,9 +432,9 @@ function decode_value(s, i, depth)
   elseif s:find("^null", i) then
     return M.null, i + 4
   end
-  local v, j = decode_number(s, i)
-  if v ~= nil then return v, j end
-  fail(i, "unexpected " .. shown(c))
+  local v, j = decode_number(s, i, make)
+  if v ~= nil then return make and v or nil, j end
+  fail(i, "unexpected " .. shown(s:sub(i, i)))
 end
 
 -- The strings of 32 bytes or more a decode of a text would make, counted
@@ -301,7 +469,9 @@ end
 
 --- Decode JSON text.  `null` becomes `M.null`; arrays are marked (`M.is_array`).
 -- @param text the text
--- @param opts optional limits (see `M.LIMITS`); past one, the text is refused
+-- @param opts optional limits (see `M.LIMITS`); past one, the text is
+--   refused; and `skip`, a set of keys whose values, in any object, are
+--   checked but not made (the key is absent from the result)
 -- @return the value, or nil and a message with the offset of the error
 function M.decode(text, opts)
   if type(text) ~= "string" then return nil, "no text" end
@@ -311,12 +481,14 @@ function M.decode(text, opts)
   lim_string = opts.max_string or M.LIMITS.max_string
   lim_values = opts.max_values or M.LIMITS.max_values
   lim_number = opts.max_number or M.LIMITS.max_number
+  lim_strings = opts.max_strings or M.LIMITS.max_strings
+  skipped = opts.skip or NO_SKIP
   local lim_long = opts.max_long_strings or M.LIMITS.max_long_strings
   if lim_long < math.huge and long_strings(text, lim_long) > lim_long then
     return nil, string.format("more than %d strings of 32 bytes or more", lim_long)
   end
-  nvalues = 0
-  local ok, v, i = pcall(decode_value, text, 1, 0)
+  nvalues, nstrings = 0, 0
+  local ok, v, i = pcall(decode_value, text, 1, 0, true)
   if not ok then
     if type(v) == "table" and v.json then return nil, v.json end
     return nil, tostring(v)

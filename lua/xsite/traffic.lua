@@ -28,10 +28,12 @@ M.MAX_SIZE = 1048576
 -- 1024 ranks (XSITE_MATRIX_MAX) with its per-rank entries stays within
 -- max_values; its keys are short words, a string of 32 bytes or more is
 -- a long host name, one a rank at most, and a number a counter (at most 20
--- digits) or a time (max_long_strings and max_number bound what text built
--- to collide in Lua's string table can cost).
+-- digits) or a time.  Root reads none of per_rank (checked, not made), so
+-- the record makes a few dozen strings: max_strings, max_long_strings and
+-- max_number bound what text built to collide in Lua's string table can
+-- cost.
 M.JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152, max_long_strings = 4096,
-  max_number = 31 }
+  max_number = 31, max_strings = 4096, skip = { per_rank = true } }
 --- The most ranks a traffic record may claim (MPI counts ranks in an int).
 M.MAX_RANKS = 2147483647
 

@@ -106,6 +106,21 @@ describe("xsite.json.encode", function()
       assert.are.equal("null", json.encode(-math.huge))
       assert.are.equal('{"t":null}', json.encode({ t = 0 / 0 }))
     end)
+
+    it("writes the numbers of an array, many at a time, as it writes each one", function()
+      local values = { 0, -0.0, 7, -3, 1.5, 2 ^ 53, 2 ^ 53 + 2, 2 ^ 64, 1e300, 0 / 0, math.huge, -math.huge, 1 / 3 }
+      local arr, each = {}, {}
+      for k = 1, 300 do
+        local v = values[k % #values + 1]
+        if k % 50 == 0 then v = "s" .. k end  -- runs of numbers broken by other values
+        if k % 77 == 0 then v = { k } end
+        arr[k] = v
+        each[k] = json.encode(v)
+      end
+      assert.are.equal("[" .. table.concat(each, ",") .. "]", json.encode(arr))
+      assert.are.equal("[null,1,null]", json.encode({ 0 / 0, 1, math.huge }))
+      assert.are.equal("[1]", json.encode({ 1 }))
+    end)
   end)
 
   describe("other values", function()
@@ -281,6 +296,60 @@ describe("xsite.json.decode", function()
     assert.are.equal(200, json.LIMITS.max_depth)
   end)
 
+  it("counts the strings it makes: keys, strings, their pieces, a number's text not read from its bytes", function()
+    assert.are.same({ ab = "cd" }, json.decode('{"ab":"cd"}', { max_strings = 2 }))
+    local v, err = json.decode('{"ab":"cd","ef":"gh"}', { max_strings = 2 })
+    assert.is_nil(v)
+    assert.are.equal("offset 12: more than 2 strings and keys", err)
+    -- a string of one byte is no new string
+    assert.are.same({ a = "b", c = "d" }, json.decode('{"a":"b","c":"d"}', { max_strings = 0 }))
+    -- pieces between escapes: "ab", "é" (two bytes) and the whole; a single byte is no new string
+    assert.are.equal("ab\195\169c", json.decode('"ab\\u00e9c"', { max_strings = 3 }))
+    v, err = json.decode('"ab\\u00e9c"', { max_strings = 2 })
+    assert.is_nil(v)
+    assert.matches("more than 2 strings and keys", err)
+    assert.are.equal("\n", json.decode('"\\n"', { max_strings = 0 }))
+    -- numbers are read from their bytes: none is made, but one with more
+    -- digits than a double holds, scaled, is read from its text
+    assert.are.same({ 1, -2.5, 1e3, 0.125, 18446744073709551615, 1e-22 },
+      json.decode("[1,-2.5,1e3,0.125,18446744073709551615,1e-22]", { max_strings = 0 }))
+    assert.are.same({ 1.2345678901234567 }, json.decode("[1.2345678901234567]", { max_strings = 1 }))
+    v, err = json.decode("[1.2345678901234567]", { max_strings = 0 })
+    assert.is_nil(v)
+    assert.are.equal("offset 2: more than 0 strings and keys", err)
+    v, err = json.decode("[1e300]", { max_strings = 0 })
+    assert.is_nil(v)
+    assert.are.equal("offset 2: more than 0 strings and keys", err)
+  end)
+
+  it("skips the values of the keys it is told to, in any object, checking them all the same", function()
+    local skip = { skip = { per_rank = true } }
+    assert.are.same({ a = 1, b = {} },
+      json.decode('{"a":1,"per_rank":[{"rank":0,"host":"n1"},"x",1.5,null],"b":{"per_rank":{"c":true}}}', skip))
+    -- nothing of it is made: its strings do not count
+    local many = {}
+    for k = 1, 1000 do many[k] = string.format('{"host":"node%04d"}', k) end
+    assert.are.same({ a = "b" }, json.decode('{"a":"b","per_rank":[' .. table.concat(many, ",") .. "]}",
+      { skip = { per_rank = true }, max_strings = 2 }))
+    -- but it is read as strictly as the rest, and the limits hold in it
+    for _, c in ipairs({
+      { '{"per_rank":[1,]}', "offset 16: unexpected ']'" },
+      { '{"per_rank":"a\\qb"}', "offset 15: bad escape" },
+      { '{"per_rank":[01]}', "offset 14: leading zero" },
+      { '{"per_rank":"\\ud800"}', "offset 20: unpaired surrogate" },
+      { '{"per_rank":[[[1]]]}', "offset 14: nested too deep (more than 2 levels)", { max_depth = 2 } },
+      { '{"p":"abcd"}', "offset 6: string longer than 3 bytes", { max_string = 3, skip = { p = true } } },
+      { '{"per_rank":[1,2,3]}', "offset 18: more than 4 values", { max_values = 4 } },
+      { '{"per_rank":[1234]}', "offset 14: a number longer than 3 characters", { max_number = 3 } },
+    }) do
+      local opts = c[3] or {}
+      opts.skip = opts.skip or skip.skip
+      local v, err = json.decode(c[1], opts)
+      assert.is_nil(v, c[1])
+      assert.are.equal(c[2], err, c[1])
+    end
+  end)
+
   it("names a byte it does not expect without printing it", function()
     local v, err = json.decode("[\27[2J]")
     assert.is_nil(v)
@@ -298,6 +367,48 @@ describe("xsite.json.decode", function()
       assert.matches("leading zero", err)
     end
     assert.are.same({ 1.5, 2e3, -0.25 }, json.decode("[1.5,2e3,-0.25]"))
+  end)
+
+  it("reads every number from its bytes as tonumber reads its text: value, sign of zero, integer or float", function()
+    local kind = math.type or function() return "number" end
+    local function same(text)
+      local want = tonumber(text)
+      local docs = { "[" .. text .. "]", "[" .. text .. ",0]", '{"n":' .. text .. "}", "[[" .. text .. "]]" }
+      for _, doc in ipairs(docs) do
+        local v = assert(json.decode(doc), doc)
+        v = v[1] or v.n
+        if type(v) == "table" then v = v[1] end
+        assert.are.equal(want, v, doc)
+        assert.are.equal(kind(want), kind(v), doc)
+        if want == 0 then assert.are.equal(1 / want, 1 / v, doc .. ": the sign of zero") end
+      end
+    end
+    for _, text in ipairs({ "0", "-0", "7", "-7", "0.0", "-0.0", "1e0", "1E+2", "1e-2", "123456789012345",
+      "1234567890123456", "9007199254740993", "9223372036854775807", "9223372036854775808", "18446744073709551615",
+      "18446744073709551616", "99999999999999999999", "100000000000000000000", "0.1", "0.30000000000000004",
+      "1.7976931348623157e308", "4.9e-324", "2.2250738585072014e-308", "1e23", "1e22", "1e-22", "1e-23",
+      "123456789012345e7", "0.000000000000000000000000001", "-1.844674407371e+19", "1.25e+10", "0.68600010871887",
+      "1795897856.351" }) do
+      same(text)
+    end
+    -- and numbers of every shape, at random
+    local rnd = 12345
+    local function r(n)
+      rnd = (rnd * 1103515245 + 12345) % 2147483648
+      return rnd % n
+    end
+    local function digits(n, lead)
+      local t = { tostring(lead and 1 + r(9) or r(10)) }
+      for k = 2, n do t[k] = tostring(r(10)) end
+      return table.concat(t)
+    end
+    for _ = 1, 3000 do
+      local nint = 1 + r(21)
+      local text = (r(3) == 0 and "-" or "") .. (r(5) == 0 and "0" or digits(nint, true))
+      if r(2) == 0 then text = text .. "." .. digits(1 + r(17)) end
+      if r(2) == 0 then text = text .. ({ "e", "E" })[1 + r(2)] .. ({ "", "+", "-" })[1 + r(3)] .. r(40) end
+      same(text)
+    end
   end)
 
   it("tells decoded arrays from objects", function()
