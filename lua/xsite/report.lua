@@ -70,6 +70,11 @@ M.FILE = "report.json"
 M.MAX_RECORD = 64 * 1048576
 --- How a record is decoded (root's own file, but made of users' data).
 M.RECORD_JSON = { max_depth = 16, max_string = 65536 }
+--- How `decode` reads a record without its notes (`lean`): their text
+-- holds what users wrote, and Lua 5.1 hashes strings with a fixed seed, so
+-- notes built to share a hash chain, kept from many records at once, cost
+-- each new one a walk of all the others (20 records of 1000 steps: 7 s).
+M.RECORD_JSON_LEAN = { max_depth = 16, max_string = 65536, skip = { notes = true } }
 --- The most steps one record keeps (later steps are counted in steps_dropped).
 M.MAX_STEPS = 1000
 --- The most numbers of per-rank detail (a traffic matrix and the sites' rank
@@ -191,9 +196,11 @@ end
 --- Decode a record.
 -- @param text the file's text
 -- @param source its name, for messages
+-- @param lean optional: leave out the notes (of the job and of each step),
+--   for a reader that keeps many records and shows no notes
 -- @return the record, or nil and "SOURCE: message"
-function M.decode(text, source)
-  local rec, err = json.decode(text, M.RECORD_JSON)
+function M.decode(text, source, lean)
+  local rec, err = json.decode(text, lean and M.RECORD_JSON_LEAN or M.RECORD_JSON)
   if rec == nil then return nil, string.format("%s: not JSON (%s)", source, err) end
   local ok, verr = M.validate(rec)
   if not ok then return nil, string.format("%s: %s", source, verr) end

@@ -69,7 +69,7 @@ local function read_records(dir, io_)
       text, rerr = fs.read_capped(path, report.MAX_RECORD)
     end
     local rec, derr
-    if text then rec, derr = report.decode(text, path) end
+    if text then rec, derr = report.decode(text, path, true) end
     if rec then
       records[#records + 1] = rec
     else
