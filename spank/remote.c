@@ -27,11 +27,12 @@
  * with its elapsed time and traffic (TrafficMaxSize bounds what it reads),
  * then writes the --xsite-report copy with the user's ids, waiting for the
  * writer at most XSITE_COPY_TIMEOUT_MS, in turn with the job's other steps
- * and only while the record is the one it wrote (xsite_remote_exit).  A record that
- * cannot be made is logged in the slurmd log only (init_post_opt and exit
- * run before and after the tasks); the step runs as ever.  Once the job has
- * ended, slurmd's epilog (job_epilog, as root, every node of the job) takes
- * the job's mpi/ back from the user and prunes ReportDir (ReportRetention).
+ * and only while the record is the one it wrote (xsite_remote_exit).  A
+ * record that cannot be made is logged in the slurmd log only
+ * (init_post_opt and exit run before and after the tasks); the step runs as
+ * ever.  Once the job has ended, slurmd's epilog (job_epilog, as root, every
+ * node of the job) takes the job's mpi/ back from the user and prunes
+ * ReportDir (ReportRetention).
  *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
