@@ -51,8 +51,12 @@ end
 -- Numbers in a row of an array are written NUMBERS at a time by one
 -- string.format: one string made for each run, not one for each number
 -- (a number's text, chosen by whoever gave it, would be a Lua string: see
--- `made` below).  WHOLE[n]: the format of n whole numbers.
-local NUMBERS = 64
+-- `made` below).  The runs are long (a matrix row of up to 4096 ranks is
+-- one): Lua 5.1 hashes a long string from some of its bytes only, so runs
+-- whose other bytes differ share a hash chain, and the fewer they are the
+-- less that costs (64 at a time, a 704 x 704 matrix of digits took 1.2 s
+-- instead of 0.25 s).  WHOLE[n]: the format of n whole numbers.
+local NUMBERS = 4096
 local WHOLE = {}
 local unpack = table.unpack or unpack
 
@@ -317,9 +321,10 @@ local function number_value(s, i, d, f0, f1, x0, x1, xneg, j)
       end
     end
   elseif nint <= 20 and nfrac == 0 and x1 < x0 then
-    -- an integer where Lua has them, as tonumber gives it, up to 2^63 - 1
+    -- an integer where Lua has them, as tonumber gives it, from -2^63 to
+    -- 2^63 - 1 (2^63 wraps to -2^63 there, and its negation is itself)
     local hi, lo = digits(s, d0, d - 15), digits(s, d - 14, d)
-    if hi < 9223 or (hi == 9223 and lo <= 372036854775807) then
+    if hi < 9223 or (hi == 9223 and lo <= (neg and 372036854775808 or 372036854775807)) then
       v = hi * E15 + lo
     else
       v = hi * POW10[15] + lo

@@ -93,27 +93,42 @@ local function checked(t, opts)
     coll_messages = c.coll_messages, sites = json.null, matrix = json.null }
   if present(t.sites) then
     check(type(t.sites) == "table" and not json.is_array(t.sites), "traffic record: sites", "not an object")
-    -- every rank listed, sorted, to find one listed twice: not a table
-    -- keyed by rank, as numbers chosen to share a hash chain would cost
-    -- its inserts the square of their count
-    local known, all, n = {}, {}, 0
+    -- libxsite lists each site's ranks in increasing order, and a list
+    -- must be so: a rank listed at two sites is then found by merging the
+    -- lists, in linear time.  Not with a table keyed by rank (ranks chosen
+    -- to share a hash chain cost each insert a walk of all those before)
+    -- nor by sorting the user's order (Lua 5.1's quicksort takes the
+    -- square of the count on an order built for it: 150000 ranks, 46 s).
+    local known, lists, n = {}, {}, 0
     for _, name in ipairs(opts.sites or {}) do known[name] = true end
     for name, list in pairs(t.sites) do
       check(not opts.sites or known[name], "traffic record: sites", string.format(
         "'%s' is not a site of the configuration (%s)", printable(name, 64), table.concat(opts.sites or {}, ", ")))
       check(json.is_array(list), "traffic record: sites." .. name, "not a list of ranks")
+      local prev = -1
       for _, r in ipairs(list) do
         check(is_count(r, ranks - 1), "traffic record: sites." .. name, "not distinct ranks from 0 to ranks - 1")
-        n = n + 1
-        all[n] = r
+        check(r > prev, "traffic record: sites." .. name, "ranks not in increasing order")
+        prev = r
       end
+      n = n + #list
+      lists[#lists + 1] = list
     end
-    table.sort(all)
-    for k = 2, n do
-      if all[k] == all[k - 1] then
-        check(false, "traffic record: sites." .. second_listing(t.sites, all[k]),
-          "not distinct ranks from 0 to ranks - 1")
+    -- the merge: the smallest head each time; two heads alike, a rank listed twice
+    local at = {}
+    for k = 1, #lists do at[k] = 1 end
+    while true do
+      local low, from
+      for k = 1, #lists do
+        local r = lists[k][at[k]]
+        if r ~= nil and r == low then
+          check(false, "traffic record: sites." .. second_listing(t.sites, r),
+            "not distinct ranks from 0 to ranks - 1")
+        end
+        if r ~= nil and (low == nil or r < low) then low, from = r, k end
       end
+      if not from then break end
+      at[from] = at[from] + 1
     end
     m.sites = t.sites
     m.detail = n

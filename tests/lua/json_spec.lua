@@ -118,6 +118,13 @@ describe("xsite.json.encode", function()
         each[k] = json.encode(v)
       end
       assert.are.equal("[" .. table.concat(each, ",") .. "]", json.encode(arr))
+      -- a run longer than one string.format takes
+      local long, texts = {}, {}
+      for k = 1, 9000 do
+        long[k] = k % 3 == 0 and k / 7 or k
+        texts[k] = json.encode(long[k])
+      end
+      assert.are.equal("[" .. table.concat(texts, ",") .. "]", json.encode(long))
       assert.are.equal("[null,1,null]", json.encode({ 0 / 0, 1, math.huge }))
       assert.are.equal("[1]", json.encode({ 1 }))
     end)
@@ -384,7 +391,8 @@ describe("xsite.json.decode", function()
       end
     end
     for _, text in ipairs({ "0", "-0", "7", "-7", "0.0", "-0.0", "1e0", "1E+2", "1e-2", "123456789012345",
-      "1234567890123456", "9007199254740993", "9223372036854775807", "9223372036854775808", "18446744073709551615",
+      "1234567890123456", "9007199254740993", "9223372036854775807", "9223372036854775808",
+      "-9223372036854775808", "-9223372036854775809", "18446744073709551615",
       "18446744073709551616", "99999999999999999999", "100000000000000000000", "0.1", "0.30000000000000004",
       "1.7976931348623157e308", "4.9e-324", "2.2250738585072014e-308", "1e23", "1e22", "1e-22", "1e-23",
       "123456789012345e7", "0.000000000000000000000000001", "-1.844674407371e+19", "1.25e+10", "0.68600010871887",
