@@ -158,6 +158,20 @@ EOF
 	gcc -O2 -o "$XT_STATE/work/stopper" "$BATS_FILE_TMPDIR/stopper.c"
 	# a traffic record whose version holds terminal escape sequences
 	printf '{"version":"\\u001b]0;owned\\u0007\\u001b[2J","job":1}' >"$XT_STATE/work/$U/escapes.json"
+	# the job's traffic record of 840 KB: 200 x 200 twenty-digit byte counts
+	cat >"$XT_STATE/work/$U/big-traffic.sh" <<'EOF'
+#!/bin/bash
+awk -v job="$SLURM_JOB_ID" -v n=200 'BEGIN {
+	row = "["
+	for (j = 1; j <= n; j++) row = row (j > 1 ? "," : "") "12345678901234567890"
+	row = row "]"
+	printf "{\"version\":1,\"job\":%s,\"ranks\":%d,\"cross\":{\"bytes\":0,\"messages\":0,", job, n
+	printf "\"p2p_bytes\":0,\"p2p_messages\":0,\"coll_bytes\":0,\"coll_messages\":0},\"matrix\":["
+	for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "," : ""), row
+	printf "]}"
+}'
+EOF
+	chmod 0755 "$XT_STATE/work/$U/big-traffic.sh"
 }
 
 teardown_file() {
@@ -181,8 +195,11 @@ setup() {
 	# after the script has ended
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		rm -f "$XT_STATE/work/$U/script.pid" "$XT_STATE/work/$U/stopper.ready"
-		# the script ends once the stopper is there (at most 60 s)
+		# the script ends once the stopper is there (at most 60 s); its
+		# traffic record of 840 KB keeps the writer at work long enough for
+		# a loaded machine to let the stopper run while it does
 		job=$(submit --xsite-report -o out-%j.txt --wrap 'srun -n1 true
+			./big-traffic.sh >"$XSITE_TRAFFIC_FILE"
 			for _ in $(seq 600); do [ -e stopper.ready ] && break; sleep 0.1; done
 			echo $$ >s.$$; mv s.$$ script.pid')
 		# the user's process on alpha1, outside the job: stops the writer once the script has ended
@@ -240,16 +257,8 @@ setup() {
 	# at every step, and so did root's work at each step's end
 	cat >"$XT_STATE/work/$U/big-steps.sh" <<'EOF'
 #!/bin/bash
-# a traffic record of 200 x 200 twenty-digit byte counts, written by five steps
-awk -v job="$SLURM_JOB_ID" -v n=200 'BEGIN {
-	row = "["
-	for (j = 1; j <= n; j++) row = row (j > 1 ? "," : "") "12345678901234567890"
-	row = row "]"
-	printf "{\"version\":1,\"job\":%s,\"ranks\":%d,\"cross\":{\"bytes\":0,\"messages\":0,", job, n
-	printf "\"p2p_bytes\":0,\"p2p_messages\":0,\"coll_bytes\":0,\"coll_messages\":0},\"matrix\":["
-	for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "," : ""), row
-	printf "]}"
-}' >big.json
+# the traffic record of 840 KB, written by five steps
+./big-traffic.sh >big.json
 for i in 1 2 3 4 5; do
 	srun -n1 bash -c 'cp big.json "$XSITE_TRAFFIC_FILE"'
 done
