@@ -55,27 +55,27 @@ end
 -- one): Lua 5.1 hashes a long string from some of its bytes only, so runs
 -- whose other bytes differ share a hash chain, and the fewer they are the
 -- less that costs (64 at a time, a 704 x 704 matrix of digits took 1.2 s
--- instead of 0.25 s).  WHOLE[n]: the format of n whole numbers.
+-- instead of 0.25 s).
 local NUMBERS = 4096
-local WHOLE = {}
 local unpack = table.unpack or unpack
 
--- v[i..j], all numbers, into out.
+-- v[i..j], all numbers, into out: whole numbers (the common case) with one
+-- format and v itself as the arguments, else each number's format and the
+-- numbers that are not null.
 local function encode_numbers(v, i, j, out)
-  local fmt, args, whole = {}, {}, true
-  for k = i, j do
-    local f = number_format(v[k])
+  local k = i
+  while k <= j and number_format(v[k]) == "%.0f" do k = k + 1 end
+  if k > j then
+    out[#out + 1] = string.format(string.rep("%.0f,", j - i) .. "%.0f", unpack(v, i, j))
+    return
+  end
+  local fmt, args = {}, {}
+  for m = i, j do
+    local f = number_format(v[m])
     fmt[#fmt + 1] = f
-    if f ~= "null" then args[#args + 1] = v[k] end
-    whole = whole and f == "%.0f"
+    if f ~= "null" then args[#args + 1] = v[m] end
   end
-  local n = j - i + 1
-  if whole then
-    WHOLE[n] = WHOLE[n] or table.concat(fmt, ",")
-    out[#out + 1] = string.format(WHOLE[n], unpack(args, 1, n))
-  else
-    out[#out + 1] = string.format(table.concat(fmt, ","), unpack(args, 1, #args))
-  end
+  out[#out + 1] = string.format(table.concat(fmt, ","), unpack(args, 1, #args))
 end
 
 local function encode(v, out)
