@@ -355,13 +355,15 @@ static char *start_record(const struct xsite_report_step *st)
 }
 
 /*
- * Prepare job JOB's step 0, let plant() leave something as its traffic
- * record (path given), finish it; the record's text (caller frees), NULL
- * on failure (*err), *secs the time finish took (0 if it did not run).
+ * Prepare job JOB's step STEP, let plant() (if any) leave something as its
+ * traffic record (path given), finish it; the record's text (caller
+ * frees), NULL on failure (*err), *secs the time finish took (0 if it did
+ * not run).
  */
-static char *step_with(uint32_t job, void (*plant)(const char *path), double *secs, char **err)
+static char *step_named(uint32_t job, const char *step, void (*plant)(const char *path), double *secs,
+			char **err)
 {
-	struct xsite_report_step st = step_of(job, "0");
+	struct xsite_report_step st = step_of(job, step);
 	char *traffic = NULL, *start, *text = NULL;
 	double t0;
 
@@ -381,6 +383,12 @@ static char *step_with(uint32_t job, void (*plant)(const char *path), double *se
 	free(start);
 	free(traffic);
 	return text;
+}
+
+/* The same for step 0. */
+static char *step_with(uint32_t job, void (*plant)(const char *path), double *secs, char **err)
+{
+	return step_named(job, "0", plant, secs, err);
 }
 
 static void plant_valid(const char *path)
@@ -1340,23 +1348,6 @@ static void test_copy(void)
 	free(big);
 }
 
-/* Step STEP of job JOB, prepared and ended without a traffic record: the record's text. */
-static char *end_step(uint32_t job, const char *step)
-{
-	struct xsite_report_step st = step_of(job, step);
-	char *traffic = NULL, *start, *text = NULL, *err = NULL;
-
-	if (xsite_report_prepare(reports, &st, &traffic, &err) >= 0) {
-		start = start_record(&st);
-		if (xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &err) < 0)
-			diag("finish", err);
-		free(start);
-	}
-	free(traffic);
-	free(err);
-	return text;
-}
-
 /*
  * Two steps of a job end at once: each writes the record, then its copy.
  * Their writers (the user's processes) may finish in either order; the copy
@@ -1372,8 +1363,11 @@ static void test_copy_turns(void)
 	ssize_t rc2;
 	pid_t holder;
 
-	first = end_step(150, "0");
-	last = end_step(150, "1");
+	first = step_named(150, "0", NULL, &secs, &err);
+	free(err);
+	last = step_named(150, "1", NULL, &secs, &err);
+	free(err);
+	err = NULL;
 	rc = xsite_report_deliver(reports, &st, first, target, NULL, 5000, &err);
 	ok(rc == 1 && err == NULL && access(target, F_OK) < 0,
 	   "a step whose record a later step has replaced leaves the copy to that step");
