@@ -308,18 +308,41 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   return out, log
 end
 
+--- Slurm's placement of the job (accounting's node list, per site) where it
+-- is not the record's.  The record has it from the job's steps, which read
+-- SLURM_JOB_NODELIST from an environment the job's owner can change (an
+-- srun of `SLURM_JOB_NODELIST=a1 srun -w a1` in a job on a1 and b1 makes a
+-- record of a job at one site).  A heterogeneous job's steps name all its
+-- components' nodes, and accounting's line is one component's: not compared.
+-- @param cfg the configuration
+-- @param rec a record
+-- @param acct from `parse_accounting` (its `nodes` slurmctld's when it has the job), or nil
+-- @return { total, split, outside }, or nil when they agree or nothing is
+--   known to compare
+function M.slurm_placement(cfg, rec, acct)
+  if not acct or not acct.nodes or acct.het then return nil end
+  local slurm = place(cfg, acct.nodes)
+  local mine = rec.nodes
+  if not slurm or (slurm.split[1] == mine.split[1] and slurm.split[2] == mine.split[2]
+      and slurm.outside == mine.outside) then
+    return nil
+  end
+  return slurm
+end
+
 --- What a record says once its steps are summed up.
 -- @param rec a record
 -- @param acct optional { elapsed = seconds, state, record = the parsed
---   AdminComment (xsite.policy.parse_record) } from accounting
--- @return { elapsed, mpi_steps, cross_bytes, cross_messages, predicted_bytes,
+--   AdminComment (xsite.policy.parse_record), slurm_nodes (`slurm_placement`)
+--   } from accounting
+-- @return { elapsed, slurm_nodes (acct's), mpi_steps, cross_bytes, cross_messages, predicted_bytes,
 --   traffic_ratio, link_bytes_time (the measured bytes across at the
 --   link's rate), link_time (that and a latency per synchronising step of
 --   the profile), cost, predicted_cost, link_share and predicted_link_share
 --   (the part of the link's capacity, each way, the job used over its run,
 --   measured and predicted) }
 function M.assess(rec, acct)
-  local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0 }
+  local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0, slurm_nodes = acct and acct.slurm_nodes }
   local first, last, sum = nil, nil, 0
   for _, s in ipairs(rec.steps) do
     if s.start and (not first or s.start < first) then first = s.start end
@@ -366,7 +389,7 @@ function M.assess(rec, acct)
 end
 
 --- The sacct fields `xsite report` asks for, in this order (AdminComment last).
-M.SACCT_FIELDS = { "JobID", "User", "State", "Elapsed", "Start", "End", "AdminComment" }
+M.SACCT_FIELDS = { "JobID", "User", "State", "Elapsed", "Start", "End", "NodeList", "AdminComment" }
 
 --- The most other spanning jobs a report names (the count says the rest).
 M.MAX_OVERLAPS = 8
@@ -405,20 +428,23 @@ end
 -- Command, WorkDir, Comment, StdOut, ...): a job named
 -- "x JobState=COMPLETED AdminComment=xsite v=1 action=span" puts those words
 -- in the line too.  So a key is only believed when it occurs exactly once
--- (UserId, JobState, RunTime and WorkDir are always printed: a second one is
--- the user's), in scontrol's order; AdminComment, printed after WorkDir and
--- only when set, is looked for after that WorkDir only and must occur there
--- at most once.  A line that breaks a rule gives no value for that key, and
--- a `note` says why.  What remains: for a job without an AdminComment, a
--- WorkDir, Comment or StdOut holding " AdminComment=xsite ..." cannot be
--- told from a real one (cli.lua asks sacct first, whose line is unambiguous).
+-- (UserId, JobState, RunTime, NodeList and WorkDir are always printed: a
+-- second one is the user's), in scontrol's order (NodeList between RunTime
+-- and WorkDir); AdminComment, printed after WorkDir and only when set, is
+-- looked for after that WorkDir only and must occur there at most once.  A
+-- line that breaks a rule gives no value for that key, and a `note` says
+-- why.  What remains: for a job without an AdminComment, a WorkDir, Comment
+-- or StdOut holding " AdminComment=xsite ..." cannot be told from a real one
+-- (cli.lua asks sacct first, whose line is unambiguous).
 -- sacct's line has no such problem: the fields are tab-separated, the user's
 -- own fields are not asked for, and AdminComment comes last.
 -- @param text the command's output
 -- @param kind "sacct" or "scontrol"
 -- @return { user, state, elapsed, start and finish (sacct only: seconds,
---   nil while unknown), record (parsed AdminComment or nil), note (why a
---   value was not believed, or nil) }, or nil
+--   nil while unknown), nodes (the job's node list, Slurm's; nil while it
+--   has none), het (a component of a heterogeneous job), record (parsed
+--   AdminComment or nil), note (why a value was not believed, or nil) }, or
+--   nil
 function M.parse_accounting(text, kind)
   if kind == "sacct" then
     local line = (text or ""):match("[^\n]+")
@@ -428,13 +454,18 @@ function M.parse_accounting(text, kind)
     if #f < #M.SACCT_FIELDS then return nil end
     local comment = table.concat(f, "\t", #M.SACCT_FIELDS)
     return { user = f[2], state = f[3], elapsed = units.slurm_duration(f[4]),
-      start = replay.timestamp(f[5]), finish = replay.timestamp(f[6]), record = (record.parse(comment)) }
+      start = replay.timestamp(f[5]), finish = replay.timestamp(f[6]),
+      nodes = f[7]:find("^[%w%-%_%.%[%],]+$") and f[7] or nil,
+      het = f[1]:find("+", 1, true) ~= nil,
+      record = (record.parse(comment)) }
   end
   local line
   for l in (text or ""):gmatch("[^\n]+") do
     if l:find("^JobId=%d") then line = l break end
   end
   if not line then return nil end
+  -- (HetJobId comes right after JobId, before any field of the user's)
+  local het = line:find("^JobId=%d+ HetJobId=%d") ~= nil
   -- where "Key=" starts a word of the line
   local function at(key)
     local out, init = {}, 1
@@ -446,11 +477,18 @@ function M.parse_accounting(text, kind)
     end
   end
   local pos, bad = {}, {}
-  for _, key in ipairs({ "UserId", "JobState", "RunTime", "WorkDir" }) do
+  local order = { "UserId", "JobState", "RunTime", "WorkDir" }
+  for _, key in ipairs(order) do
     local p = at(key)
     if #p == 1 then pos[key] = p[1] else bad[#bad + 1] = key end
   end
-  local order = { "UserId", "JobState", "RunTime", "WorkDir" }
+  -- NodeList: between RunTime and WorkDir, else not believed
+  local nl = at("NodeList")
+  if #nl == 1 and pos.RunTime and pos.WorkDir and nl[1] > pos.RunTime and nl[1] < pos.WorkDir then
+    pos.NodeList = nl[1]
+  elseif #nl > 0 then
+    bad[#bad + 1] = "NodeList"
+  end
   for i = 2, #order do
     local a, b = pos[order[i - 1]], pos[order[i]]
     if a and b and a > b then
@@ -462,7 +500,8 @@ function M.parse_accounting(text, kind)
     return p and line:match(pattern, p + #key + 1) or nil
   end
   local out = { user = value("UserId", "^([^%(%s]+)"), state = value("JobState", "^(%S+)"),
-    elapsed = units.slurm_duration(value("RunTime", "^(%S+)")) }
+    elapsed = units.slurm_duration(value("RunTime", "^(%S+)")),
+    nodes = value("NodeList", "^([%w%-%_%.%[%],]+) "), het = het }
   -- AdminComment: only after the one WorkDir (one before it is in a field
   -- of the user's, such as JobName or Command)
   local ac = {}
@@ -500,6 +539,10 @@ end
 -- @param max_slowdown the policy's MaxSlowdown
 function M.verdict(rec, a, max_slowdown)
   local label = present(rec.profile) and printable(rec.profile.label, 64) or nil
+  if a.slurm_nodes then
+    return "none: the record's placement is not the one Slurm gave the job (its steps' SLURM_JOB_NODELIST "
+      .. "was not the job's)"
+  end
   if not rec.spanning then
     local where = printable(rec.nodes.split[1] > 0 and rec.sites[1] or rec.sites[2], 64)
     if a.mpi_steps > 0 and a.cross_bytes == 0 then
@@ -586,6 +629,10 @@ function M.text(rec, acct, max_slowdown, ex)
     add("  decision:   unknown (no AdminComment record from accounting or slurmctld)")
   end
   add("  placement:  %s%s", split(rec.nodes), rec.spanning and ", across the link" or "")
+  if a.slurm_nodes then
+    add("  Slurm gave: %s: the job's steps took other nodes from their environment (SLURM_JOB_NODELIST, "
+      .. "which the job's owner can set)", split(a.slurm_nodes))
+  end
   local l = rec.link
   add("  link:       %s, %s one way, %s/s x %s (%s)", P(l.state, 32), seconds(l.latency), si(l.bandwidth, "B"),
     whole(l.channels or 1), P(l.source, 32))

@@ -6,7 +6,8 @@
 # --xsite-report writer stopped by its user, traffic records that are huge,
 # FIFOs or hold escape sequences, the job's mpi/ directory after the job, a
 # job id that comes back, ReportRetention, `xsite report`'s scontrol
-# fallback fed a spoofing job name, and a --comm-profile too long to parse.
+# fallback fed a spoofing job name, a step that names other nodes as the
+# job's, and a --comm-profile too long to parse.
 # Each test is judged by what root did (the job's state in Slurm, files and
 # their owners, the slurmd log), never by xsite's own record alone.
 
@@ -355,6 +356,51 @@ EOF
 	refute_output --partial spoofed
 	refute_output --partial SPOOFED
 	assert_line --partial 'decision:   none (one-node)'
+}
+
+@test "a step that names other nodes in SLURM_JOB_NODELIST: xsite report gives Slurm's placement and no verdict" {
+	local job het
+	# the job gets alpha1 and beta1; its one step says the job has alpha1
+	# only, and so does the record the step writes
+	cat >"$XT_STATE/work/$U/claim.sh" <<'EOF'
+#!/bin/bash
+SLURM_JOB_NODELIST=alpha1 SLURM_NODELIST=alpha1 srun -N1 -n1 -w alpha1 true
+EOF
+	chmod 0755 "$XT_STATE/work/$U/claim.sh"
+	job=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
+		sbatch --parsable -N2 -w alpha1,beta1 --site-affinity=span claim.sh) | tail -n 1)
+	run -0 wait_job "$job"
+	run -0 report_of "$job" batch
+	# where Slurm ran it: both sites
+	run -0 on_head scontrol show job "$job"
+	assert_line --regexp '^ +NodeList=alpha1,beta1$'
+	# the record took the step's word for it
+	run -0 jq -c .nodes.split "$XT_STATE/reports/$job/report.json"
+	assert_output '[1,0]'
+	run -0 xsite report "$job"
+	assert_line --partial 'placement:  alpha:1 + beta:0 nodes'
+	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
+	assert_line --partial "verdict:    none: the record's placement is not the one Slurm gave the job"
+	refute_output --partial 'ran at alpha only'
+	# a heterogeneous job's steps name all its components' nodes, and
+	# slurmctld's line is one component's: not taken for such a claim
+	cat >"$XT_STATE/work/$U/het.sh" <<'EOF'
+#!/bin/bash
+#SBATCH -N1 -w alpha1 --site-affinity=span
+#SBATCH hetjob
+#SBATCH -N1 -w beta1 --site-affinity=span
+srun --het-group=0,1 true
+EOF
+	chmod 0755 "$XT_STATE/work/$U/het.sh"
+	het=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- sbatch --parsable het.sh) | tail -n 1)
+	het=${het%%+*}
+	# (squeue shows a line per component: the record's last step is the wait)
+	run -0 report_of "$het" batch
+	run -0 report_of "$het" 0
+	run -0 xsite report "$het"
+	assert_line --partial 'placement:  alpha:1 + beta:1 nodes, across the link'
+	refute_output --partial 'Slurm gave'
+	refute_line --partial 'verdict:    none:'
 }
 
 @test "a --comm-profile of 120 000 characters in the job's environment is not parsed by root" {

@@ -509,17 +509,21 @@ describe("xsite.report", function()
   it("reads the decision and the state from sacct, else from scontrol", function()
     local c = cfg()
     local d = policy.decide({ cfg = c, nodes = 4, profile = "halo" })
-    local a = report.parse_accounting("42\talice\tCOMPLETED\t00:01:05\t2026-11-26T01:00:00\tUnknown\tnote; "
-      .. d.record .. "\n", "sacct")
+    local a = report.parse_accounting("42\talice\tCOMPLETED\t00:01:05\t2026-11-26T01:00:00\tUnknown\ta[1-2]\t"
+      .. "note; " .. d.record .. "\n", "sacct")
     assert.are.equal("COMPLETED", a.state)
     assert.are.equal(65, a.elapsed)
     assert.are.equal(os.time({ year = 2026, month = 11, day = 26, hour = 1, min = 0, sec = 0 }), a.start)
     assert.is_nil(a.finish)
+    assert.are.equal("a[1-2]", a.nodes)
+    assert.is_false(a.het)
     assert.are.equal(d.action, a.record.action)
     local s = report.parse_accounting(scontrol_line({ admin = d.record, comment = "x" }), "scontrol")
     assert.are.equal("RUNNING", s.state)
     assert.are.equal(7, s.elapsed)
     assert.are.equal("alice", s.user)
+    assert.are.equal("a1", s.nodes)
+    assert.is_false(s.het)
     assert.are.equal(d.why, s.record.why)
     assert.are.equal(d.action, s.record.action)
     assert.is_nil(s.note)
@@ -543,7 +547,7 @@ describe("xsite.report", function()
     assert.is_nil(s.state)
     assert.is_nil(s.user)
     assert.is_nil(s.elapsed)
-    assert.matches("UserId, JobState, RunTime more than once", s.note)
+    assert.matches("UserId, JobState, RunTime, NodeList more than once", s.note)
     assert.are.equal(d.action, s.record.action)
     -- a comment (after the real AdminComment) holding another: neither is believed
     s = report.parse_accounting(scontrol_line({ admin = d.record, comment = "c AdminComment=" .. fake }), "scontrol")
@@ -565,6 +569,57 @@ describe("xsite.report", function()
     local text = report.text(rec, report.parse_accounting(scontrol_line({ name = "\27[2J JobState=X" }),
       "scontrol"), 1.1)
     assert.matches("decision:   unknown %(scontrol's line holds JobState more than once", text)
+  end)
+
+  it("reads Slurm's node list, and a heterogeneous component, from sacct and scontrol", function()
+    -- a pending job has none
+    local a = report.parse_accounting("42\talice\tPENDING\t00:00:00\tUnknown\tUnknown\tNone assigned\t\n", "sacct")
+    assert.is_nil(a.nodes)
+    a = report.parse_accounting("42+1\talice\tCOMPLETED\t00:00:01\tUnknown\tUnknown\tb1\t\n", "sacct")
+    assert.is_true(a.het)
+    local s = report.parse_accounting(scontrol_line({}):gsub("NodeList=a1", "NodeList=(null)"), "scontrol")
+    assert.is_nil(s.nodes)
+    s = report.parse_accounting(scontrol_line({}):gsub("^JobId=42 ", "JobId=42 HetJobId=42 HetJobOffset=0 "),
+      "scontrol")
+    assert.is_true(s.het)
+    -- a job name (or a command, a working directory) holding another: not believed, nothing else lost
+    for _, f in ipairs({ { name = "x NodeList=b1" }, { command = "/bin/x NodeList=b1" },
+      { workdir = "/x NodeList=b1" } }) do
+      s = report.parse_accounting(scontrol_line(f), "scontrol")
+      assert.is_nil(s.nodes)
+      assert.matches("NodeList more than once", s.note)
+      assert.are.equal("RUNNING", s.state)
+    end
+    -- a job name is no heterogeneous job
+    s = report.parse_accounting(scontrol_line({ name = "x HetJobId=42" }), "scontrol")
+    assert.is_false(s.het)
+  end)
+
+  it("says where Slurm's placement is not the record's, and gives no verdict then", function()
+    local c = cfg()
+    -- the job got a1 and b1; its step said a1 (SLURM_JOB_NODELIST=a1 srun -w a1)
+    local rec = ended(c, { nodes = "a1" })
+    assert.is_false(rec.spanning)
+    local acct = { state = "COMPLETED", elapsed = 10, nodes = "a1,b1" }
+    acct.slurm_nodes = report.slurm_placement(c, rec, acct)
+    assert.are.same({ 1, 1 }, { acct.slurm_nodes.split[1], acct.slurm_nodes.split[2] })
+    local text = report.text(rec, acct, 1.1)
+    assert.matches("placement:  a:1 %+ b:0 nodes\n  Slurm gave: a:1 %+ b:1 nodes: the job's steps took other nodes",
+      text)
+    assert.matches("verdict:    none: the record's placement is not the one Slurm gave the job", text)
+    local j = assert(json.decode(report.json(rec, acct, 1.1)))
+    assert.are.same({ 1, 1 }, j.assessment.slurm_nodes.split)
+    assert.matches("^none:", j.verdict)
+    -- the same nodes, in another order or form: no word of it
+    for _, same in ipairs({ "a1", "a[1]" }) do
+      assert.is_nil(report.slurm_placement(c, rec, { nodes = same }))
+    end
+    -- nothing to compare: no node list, a heterogeneous job's component, a list of no site's nodes counted apart
+    assert.is_nil(report.slurm_placement(c, rec, { state = "PENDING" }))
+    assert.is_nil(report.slurm_placement(c, rec, { nodes = "a1,b1", het = true }))
+    assert.is_nil(report.slurm_placement(c, rec, nil))
+    assert.are.equal(1, report.slurm_placement(c, rec, { nodes = "a1,zz9" }).outside)
+    assert.matches("verdict:    ran at a only", report.text(rec, { nodes = "a1" }, 1.1))
   end)
 
   it("prints the report, its JSON and its picture", function()

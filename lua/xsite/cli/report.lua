@@ -22,7 +22,8 @@ The cross-site report of a job: where it ran and why (the decision of
 job_submit.lua, from accounting, else from slurmctld), what the model
 predicted for the nodes it got, what was measured (elapsed time, and the
 bytes and messages that crossed the link when libxsite recorded them), and
-a verdict in one line.  Records are in ReportDir/JOBID/report.json; a user
+a verdict in one line.  Where the nodes the record names are not those
+Slurm gave the job, the report says so and gives no verdict.  Records are in ReportDir/JOBID/report.json; a user
 can read the records of their own jobs, an administrator all of them.
 
   --json            the record, the decision, the assessment and the verdict as JSON
@@ -36,10 +37,12 @@ local function job_accounting(id)
   local function run(argv) return (shell.run(argv, { stderr = "drop" })) end
   local a = report.parse_accounting(run({ "sacct", "-j", id, "-X", "-n", "-P", "--delimiter=\t",
     "--format=" .. table.concat(report.SACCT_FIELDS, ",") }), "sacct")
-  if a and a.record then return a end
-  -- slurmdbd may not have the AdminComment yet; slurmctld keeps an ended
-  -- job for MinJobAge
+  -- slurmctld keeps an ended job for MinJobAge, as it ended; slurmdbd's row
+  -- may lag the end: without the AdminComment yet, or (on the testbed, a
+  -- second after the end) with the batch host as the job's node list
   local b = report.parse_accounting(run({ "scontrol", "show", "job", "-o", id }), "scontrol")
+  if a and b then a.nodes, a.het = b.nodes, b.het end
+  if a and a.record then return a end
   if b and b.record then return b end
   return a or b
 end
@@ -70,6 +73,7 @@ function M.run(opts, pos, io_, global)
   local rec, derr = report.decode(text, path)
   if not rec then err(io_, "xsite report: %s\n", derr) return 1 end
   local acct = job_accounting(id)
+  if acct then acct.slurm_nodes = report.slurm_placement(cfg, rec, acct) end
   if acct and acct.start and rec.spanning then
     -- the other spanning jobs that ran meanwhile, as accounting shows them
     local now = os.time()
