@@ -428,21 +428,20 @@ end
 -- Command, WorkDir, Comment, StdOut, ...): a job named
 -- "x JobState=COMPLETED AdminComment=xsite v=1 action=span" puts those words
 -- in the line too.  So a key is only believed when it occurs exactly once
--- (UserId, JobState, RunTime, NodeList and WorkDir are always printed: a
--- second one is the user's), in scontrol's order (NodeList between RunTime
--- and WorkDir); AdminComment, printed after WorkDir and only when set, is
--- looked for after that WorkDir only and must occur there at most once.  A
--- line that breaks a rule gives no value for that key, and a `note` says
--- why.  What remains: for a job without an AdminComment, a WorkDir, Comment
+-- (UserId, JobState, RunTime and WorkDir are always printed: a second one
+-- is the user's), in scontrol's order; AdminComment, printed after WorkDir
+-- and only when set, is looked for after that WorkDir only and must occur
+-- there at most once.  A line that breaks a rule gives no value for that
+-- key, and a `note` says why.  What remains: for a job without an AdminComment, a WorkDir, Comment
 -- or StdOut holding " AdminComment=xsite ..." cannot be told from a real one
 -- (cli.lua asks sacct first, whose line is unambiguous).
 -- sacct's line has no such problem: the fields are tab-separated, the user's
 -- own fields are not asked for, and AdminComment comes last.
 -- @param text the command's output
 -- @param kind "sacct" or "scontrol"
--- @return { user, state, elapsed, start and finish (sacct only: seconds,
---   nil while unknown), nodes (the job's node list, Slurm's; nil while it
---   has none), het (a component of a heterogeneous job), record (parsed
+-- @return { user, state, elapsed, start, finish, nodes and het (sacct
+--   only: seconds, nil while unknown; the job's node list, nil while it has
+--   none; whether it is a heterogeneous job's component), record (parsed
 --   AdminComment or nil), note (why a value was not believed, or nil) }, or
 --   nil
 function M.parse_accounting(text, kind)
@@ -464,8 +463,6 @@ function M.parse_accounting(text, kind)
     if l:find("^JobId=%d") then line = l break end
   end
   if not line then return nil end
-  -- (HetJobId comes right after JobId, before any field of the user's)
-  local het = line:find("^JobId=%d+ HetJobId=%d") ~= nil
   -- where "Key=" starts a word of the line
   local function at(key)
     local out, init = {}, 1
@@ -482,13 +479,6 @@ function M.parse_accounting(text, kind)
     local p = at(key)
     if #p == 1 then pos[key] = p[1] else bad[#bad + 1] = key end
   end
-  -- NodeList: between RunTime and WorkDir, else not believed
-  local nl = at("NodeList")
-  if #nl == 1 and pos.RunTime and pos.WorkDir and nl[1] > pos.RunTime and nl[1] < pos.WorkDir then
-    pos.NodeList = nl[1]
-  elseif #nl > 0 then
-    bad[#bad + 1] = "NodeList"
-  end
   for i = 2, #order do
     local a, b = pos[order[i - 1]], pos[order[i]]
     if a and b and a > b then
@@ -500,8 +490,7 @@ function M.parse_accounting(text, kind)
     return p and line:match(pattern, p + #key + 1) or nil
   end
   local out = { user = value("UserId", "^([^%(%s]+)"), state = value("JobState", "^(%S+)"),
-    elapsed = units.slurm_duration(value("RunTime", "^(%S+)")),
-    nodes = value("NodeList", "^([%w%-%_%.%[%],]+) "), het = het }
+    elapsed = units.slurm_duration(value("RunTime", "^(%S+)")) }
   -- AdminComment: only after the one WorkDir (one before it is in a field
   -- of the user's, such as JobName or Command)
   local ac = {}
@@ -522,6 +511,18 @@ function M.parse_accounting(text, kind)
   if not out.state and not out.user then return out.note and out or nil end
   return out
 end
+
+--- Slurm's node list of a job from `squeue -h -t all -j ID -o '%i %N'`
+-- (M.SQUEUE_FORMAT: two fields that hold no blank, so nothing of the
+-- user's can pose as them), for as long as slurmctld holds the job.
+-- @return { nodes (nil while it has none), het (a heterogeneous job: a line
+--   per component, "ID+OFFSET") }, or nil when squeue does not show it
+function M.parse_squeue(text)
+  local id, nodes = (text or ""):match("^(%S+) (%S*)\n")
+  if not id then return nil end
+  return { nodes = nodes:find("^[%w%-%_%.%[%],]+$") and nodes or nil, het = id:find("+", 1, true) ~= nil }
+end
+M.SQUEUE_FORMAT = "%i %N"
 
 local function pct(x) return string.format("%.0f %%", x * 100) end
 

@@ -361,14 +361,15 @@ EOF
 @test "a step that names other nodes in SLURM_JOB_NODELIST: xsite report gives Slurm's placement and no verdict" {
 	local job het
 	# the job gets alpha1 and beta1; its one step says the job has alpha1
-	# only, and so does the record the step writes
+	# only, and so does the record the step writes (its name tries to say
+	# so to a parse of scontrol's line)
 	cat >"$XT_STATE/work/$U/claim.sh" <<'EOF'
 #!/bin/bash
 SLURM_JOB_NODELIST=alpha1 SLURM_NODELIST=alpha1 srun -N1 -n1 -w alpha1 true
 EOF
 	chmod 0755 "$XT_STATE/work/$U/claim.sh"
 	job=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
-		sbatch --parsable -N2 -w alpha1,beta1 --site-affinity=span claim.sh) | tail -n 1)
+		sbatch --parsable -N2 -w alpha1,beta1 --site-affinity=span -J 'x NodeList=alpha1' claim.sh) | tail -n 1)
 	run -0 wait_job "$job"
 	run -0 report_of "$job" batch
 	# where Slurm ran it: both sites

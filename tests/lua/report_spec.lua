@@ -522,8 +522,6 @@ describe("xsite.report", function()
     assert.are.equal("RUNNING", s.state)
     assert.are.equal(7, s.elapsed)
     assert.are.equal("alice", s.user)
-    assert.are.equal("a1", s.nodes)
-    assert.is_false(s.het)
     assert.are.equal(d.why, s.record.why)
     assert.are.equal(d.action, s.record.action)
     assert.is_nil(s.note)
@@ -547,7 +545,7 @@ describe("xsite.report", function()
     assert.is_nil(s.state)
     assert.is_nil(s.user)
     assert.is_nil(s.elapsed)
-    assert.matches("UserId, JobState, RunTime, NodeList more than once", s.note)
+    assert.matches("UserId, JobState, RunTime more than once", s.note)
     assert.are.equal(d.action, s.record.action)
     -- a comment (after the real AdminComment) holding another: neither is believed
     s = report.parse_accounting(scontrol_line({ admin = d.record, comment = "c AdminComment=" .. fake }), "scontrol")
@@ -571,28 +569,22 @@ describe("xsite.report", function()
     assert.matches("decision:   unknown %(scontrol's line holds JobState more than once", text)
   end)
 
-  it("reads Slurm's node list, and a heterogeneous component, from sacct and scontrol", function()
-    -- a pending job has none
+  it("reads Slurm's node list, and a heterogeneous component, from squeue and sacct", function()
+    assert.are.same({ nodes = "a[1-2],b1", het = false }, report.parse_squeue("42 a[1-2],b1\n"))
+    -- a heterogeneous job: a line a component
+    assert.are.same({ nodes = "a1", het = true }, report.parse_squeue("42+0 a1\n42+1 b1\n"))
+    -- no nodes yet, no such job (squeue prints nothing), junk
+    assert.is_nil(report.parse_squeue("42 \n").nodes)
+    assert.is_nil(report.parse_squeue("42 (null)\n").nodes)
+    assert.is_nil(report.parse_squeue(""))
+    assert.is_nil(report.parse_squeue(nil))
+    assert.is_nil(report.parse_squeue("slurm_load_jobs error: Invalid job id specified"))
+    -- sacct: a pending job has none; a component's id has its offset
     local a = report.parse_accounting("42\talice\tPENDING\t00:00:00\tUnknown\tUnknown\tNone assigned\t\n", "sacct")
     assert.is_nil(a.nodes)
     a = report.parse_accounting("42+1\talice\tCOMPLETED\t00:00:01\tUnknown\tUnknown\tb1\t\n", "sacct")
     assert.is_true(a.het)
-    local s = report.parse_accounting(scontrol_line({}):gsub("NodeList=a1", "NodeList=(null)"), "scontrol")
-    assert.is_nil(s.nodes)
-    s = report.parse_accounting(scontrol_line({}):gsub("^JobId=42 ", "JobId=42 HetJobId=42 HetJobOffset=0 "),
-      "scontrol")
-    assert.is_true(s.het)
-    -- a job name (or a command, a working directory) holding another: not believed, nothing else lost
-    for _, f in ipairs({ { name = "x NodeList=b1" }, { command = "/bin/x NodeList=b1" },
-      { workdir = "/x NodeList=b1" } }) do
-      s = report.parse_accounting(scontrol_line(f), "scontrol")
-      assert.is_nil(s.nodes)
-      assert.matches("NodeList more than once", s.note)
-      assert.are.equal("RUNNING", s.state)
-    end
-    -- a job name is no heterogeneous job
-    s = report.parse_accounting(scontrol_line({ name = "x HetJobId=42" }), "scontrol")
-    assert.is_false(s.het)
+    assert.are.equal("b1", a.nodes)
   end)
 
   it("says where Slurm's placement is not the record's, and gives no verdict then", function()

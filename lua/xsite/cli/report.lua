@@ -23,7 +23,8 @@ job_submit.lua, from accounting, else from slurmctld), what the model
 predicted for the nodes it got, what was measured (elapsed time, and the
 bytes and messages that crossed the link when libxsite recorded them), and
 a verdict in one line.  Where the nodes the record names are not those
-Slurm gave the job, the report says so and gives no verdict.  Records are in ReportDir/JOBID/report.json; a user
+Slurm gave the job (squeue, else sacct), the report says so and gives no
+verdict.  Records are in ReportDir/JOBID/report.json; a user
 can read the records of their own jobs, an administrator all of them.
 
   --json            the record, the decision, the assessment and the verdict as JSON
@@ -40,9 +41,11 @@ local function job_accounting(id)
   -- slurmctld keeps an ended job for MinJobAge, as it ended; slurmdbd's row
   -- may lag the end: without the AdminComment yet, or (on the testbed, a
   -- second after the end) with the batch host as the job's node list
-  local b = report.parse_accounting(run({ "scontrol", "show", "job", "-o", id }), "scontrol")
-  if a and b then a.nodes, a.het = b.nodes, b.het end
+  local q = report.parse_squeue(run({ "squeue", "-h", "-t", "all", "-j", id, "-o", report.SQUEUE_FORMAT }))
+  if a and q then a.nodes, a.het = q.nodes, q.het end
   if a and a.record then return a end
+  local b = report.parse_accounting(run({ "scontrol", "show", "job", "-o", id }), "scontrol")
+  if b and q then b.nodes, b.het = q.nodes, q.het end
   if b and b.record then return b end
   return a or b
 end
