@@ -168,6 +168,42 @@ setup() {
 	cmp "$copy" "$XT_STATE/reports/$JOB/report.json"
 }
 
+@test "the copies of two steps that end together take turns, and the user keeps the last record, in either order" {
+	local job dir copy i holder
+	# Each job's two steps (srun's and the batch step) end while the test
+	# holds their turn (ReportDir/JOB/.copy, root's): both writers wait,
+	# then both go at once and either may come first.  The copy must be the
+	# last record (both steps) whichever does.  Four jobs: with each writer
+	# writing the record it had, the third of four jobs kept a stale copy.
+	for _ in 1 2 3 4; do
+		rm -f "$XT_STATE/work/$U1/go"
+		job=$(submit "$U1" -N1 -w alpha1 --xsite-report -o /dev/null \
+			--wrap 'while [ ! -e go ]; do sleep 0.05; done; srun -n1 true')
+		dir=$XT_STATE/reports/$job
+		copy=$XT_STATE/work/$U1/xsite-report-$job.json
+		for ((i = 0; i < 300; i++)); do
+			[[ -d $dir ]] && break
+			sleep 0.1
+		done
+		install -m 0600 /dev/null "$dir/.copy"
+		flock "$dir/.copy" sleep 4 &
+		holder=$!
+		sleep 0.5
+		touch "$XT_STATE/work/$U1/go"
+		report_of "$job" batch >/dev/null
+		report_of "$job" 0 >/dev/null
+		# both records are in while the turn is held: no copy yet
+		run -0 kill -0 "$holder"
+		[[ ! -e $copy ]]
+		wait "$holder"
+		for ((i = 0; i < 100; i++)); do
+			[[ -f $copy ]] && grep -q '"step":"batch"' "$copy" && grep -q '"step":"0"' "$copy" && break
+			sleep 0.1
+		done
+		cmp "$copy" "$dir/report.json"
+	done
+}
+
 @test "xsite report shows the decision from accounting, the measured traffic and a verdict" {
 	run -0 --separate-stderr as "$U1" lua5.1 "$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" \
 		report "$JOB"
