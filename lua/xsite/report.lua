@@ -308,15 +308,16 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   return out, log
 end
 
---- Slurm's placement of the job (accounting's node list, per site) where it
--- is not the record's.  The record has it from the job's steps, which read
+--- Slurm's placement of the job (its node list, per site) where it is not
+-- the record's.  The record has it from the job's steps, which read
 -- SLURM_JOB_NODELIST from an environment the job's owner can change (an
 -- srun of `SLURM_JOB_NODELIST=a1 srun -w a1` in a job on a1 and b1 makes a
 -- record of a job at one site).  A heterogeneous job's steps name all its
--- components' nodes, and accounting's line is one component's: not compared.
+-- components' nodes, and Slurm's list is one component's: not compared.
 -- @param cfg the configuration
 -- @param rec a record
--- @param acct from `parse_accounting` (its `nodes` slurmctld's when it has the job), or nil
+-- @param acct from `parse_accounting`, its `nodes` and `het` from
+--   `parse_squeue` while slurmctld holds the job; or nil
 -- @return { total, split, outside }, or nil when they agree or nothing is
 --   known to compare
 function M.slurm_placement(cfg, rec, acct)
@@ -335,8 +336,8 @@ end
 -- @param acct optional { elapsed = seconds, state, record = the parsed
 --   AdminComment (xsite.policy.parse_record), slurm_nodes (`slurm_placement`)
 --   } from accounting
--- @return { elapsed, slurm_nodes (acct's), mpi_steps, cross_bytes, cross_messages, predicted_bytes,
---   traffic_ratio, link_bytes_time (the measured bytes across at the
+-- @return { elapsed, slurm_nodes (acct's), mpi_steps, cross_bytes,
+--   cross_messages, predicted_bytes, traffic_ratio, link_bytes_time (the measured bytes across at the
 --   link's rate), link_time (that and a latency per synchronising step of
 --   the profile), cost, predicted_cost, link_share and predicted_link_share
 --   (the part of the link's capacity, each way, the job used over its run,
@@ -428,13 +429,13 @@ end
 -- Command, WorkDir, Comment, StdOut, ...): a job named
 -- "x JobState=COMPLETED AdminComment=xsite v=1 action=span" puts those words
 -- in the line too.  So a key is only believed when it occurs exactly once
--- (UserId, JobState, RunTime and WorkDir are always printed: a second one
--- is the user's), in scontrol's order; AdminComment, printed after WorkDir
--- and only when set, is looked for after that WorkDir only and must occur
--- there at most once.  A line that breaks a rule gives no value for that
--- key, and a `note` says why.  What remains: for a job without an AdminComment, a WorkDir, Comment
--- or StdOut holding " AdminComment=xsite ..." cannot be told from a real one
--- (cli.lua asks sacct first, whose line is unambiguous).
+-- (UserId, JobState, RunTime and WorkDir are always printed: a second one is
+-- the user's), in scontrol's order; AdminComment, printed after WorkDir and
+-- only when set, is looked for after that WorkDir only and must occur there
+-- at most once.  A line that breaks a rule gives no value for that key, and
+-- a `note` says why.  What remains: for a job without an AdminComment, a
+-- WorkDir, Comment or StdOut holding " AdminComment=xsite ..." cannot be
+-- told from a real one (cli.lua asks sacct first, whose line is unambiguous).
 -- sacct's line has no such problem: the fields are tab-separated, the user's
 -- own fields are not asked for, and AdminComment comes last.
 -- @param text the command's output
@@ -474,11 +475,11 @@ function M.parse_accounting(text, kind)
     end
   end
   local pos, bad = {}, {}
-  local order = { "UserId", "JobState", "RunTime", "WorkDir" }
-  for _, key in ipairs(order) do
+  for _, key in ipairs({ "UserId", "JobState", "RunTime", "WorkDir" }) do
     local p = at(key)
     if #p == 1 then pos[key] = p[1] else bad[#bad + 1] = key end
   end
+  local order = { "UserId", "JobState", "RunTime", "WorkDir" }
   for i = 2, #order do
     local a, b = pos[order[i - 1]], pos[order[i]]
     if a and b and a > b then
