@@ -384,7 +384,8 @@ EOF
 	assert_line --partial "verdict:    none: the record's placement is not the one Slurm gave the job"
 	refute_output --partial 'ran at alpha only'
 	# a heterogeneous job's steps name all its components' nodes, and
-	# slurmctld's line is one component's: not taken for such a claim
+	# Slurm's list (squeue's first line) is one component's: not taken for
+	# such a claim
 	cat >"$XT_STATE/work/$U/het.sh" <<'EOF'
 #!/bin/bash
 #SBATCH -N1 -w alpha1 --site-affinity=span
