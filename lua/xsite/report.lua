@@ -337,11 +337,11 @@ end
 --   AdminComment (xsite.policy.parse_record), slurm_nodes (`slurm_placement`)
 --   } from accounting
 -- @return { elapsed, slurm_nodes (acct's), mpi_steps, cross_bytes,
---   cross_messages, predicted_bytes, traffic_ratio, link_bytes_time (the measured bytes across at the
---   link's rate), link_time (that and a latency per synchronising step of
---   the profile), cost, predicted_cost, link_share and predicted_link_share
---   (the part of the link's capacity, each way, the job used over its run,
---   measured and predicted) }
+--   cross_messages, predicted_bytes, traffic_ratio, link_bytes_time (the
+--   measured bytes across at the link's rate), link_time (that and a
+--   latency per synchronising step of the profile), cost, predicted_cost,
+--   link_share and predicted_link_share (the part of the link's capacity,
+--   each way, the job used over its run, measured and predicted) }
 function M.assess(rec, acct)
   local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0, slurm_nodes = acct and acct.slurm_nodes }
   local first, last, sum = nil, nil, 0
@@ -387,6 +387,12 @@ function M.assess(rec, acct)
     if rest > 0 then a.cost = a.link_time / rest end
   end
   return a
+end
+
+-- A node list Slurm printed, or nil for none ("None assigned", "(null)",
+-- nothing).
+local function node_list(text)
+  return text:find("^[%w%-%_%.%[%],]+$") and text or nil
 end
 
 --- The sacct fields `xsite report` asks for, in this order (AdminComment last).
@@ -455,7 +461,7 @@ function M.parse_accounting(text, kind)
     local comment = table.concat(f, "\t", #M.SACCT_FIELDS)
     return { user = f[2], state = f[3], elapsed = units.slurm_duration(f[4]),
       start = replay.timestamp(f[5]), finish = replay.timestamp(f[6]),
-      nodes = f[7]:find("^[%w%-%_%.%[%],]+$") and f[7] or nil,
+      nodes = node_list(f[7]),
       het = f[1]:find("+", 1, true) ~= nil,
       record = (record.parse(comment)) }
   end
@@ -521,7 +527,7 @@ end
 function M.parse_squeue(text)
   local id, nodes = (text or ""):match("^(%S+) (%S*)\n")
   if not id then return nil end
-  return { nodes = nodes:find("^[%w%-%_%.%[%],]+$") and nodes or nil, het = id:find("+", 1, true) ~= nil }
+  return { nodes = node_list(nodes), het = id:find("+", 1, true) ~= nil }
 end
 M.SQUEUE_FORMAT = "%i %N"
 

@@ -42,12 +42,13 @@ local function job_accounting(id)
   -- may lag the end: without the AdminComment yet, or (on the testbed, a
   -- second after the end) with the batch host as the job's node list
   local q = report.parse_squeue(run({ "squeue", "-h", "-t", "all", "-j", id, "-o", report.SQUEUE_FORMAT }))
-  if a and q then a.nodes, a.het = q.nodes, q.het end
-  if a and a.record then return a end
-  local b = report.parse_accounting(run({ "scontrol", "show", "job", "-o", id }), "scontrol")
-  if b and q then b.nodes, b.het = q.nodes, q.het end
-  if b and b.record then return b end
-  return a or b
+  local acct = a
+  if not (a and a.record) then
+    local b = report.parse_accounting(run({ "scontrol", "show", "job", "-o", id }), "scontrol")
+    if (b and b.record) or not a then acct = b end
+  end
+  if acct and q then acct.nodes, acct.het = q.nodes, q.het end
+  return acct
 end
 
 function M.run(opts, pos, io_, global)
