@@ -19,16 +19,24 @@
 -- job that Mode=enforce kept at one site and whose constraint or preference
 -- no longer keeps it there (changed while Mode=advise was in force).
 --
--- squeue's lines end with a job's preference and constraint, which its
--- owner wrote: a line can be forged (a newline in them, where Slurm lets
--- one through) but not taken away, so a job is checked when any line about
--- it says so; a tab in them shifts the fields, which leaves a blank in the
--- constraint read, and xsite.constraint refuses blanks: checked.  Never
--- more than MAX_JOBS a run: first the jobs not yet decided again under the
--- link's state now, then those that were and are picked again (a node list
--- squeue prints that cannot be read, a path xsite did not foresee), each
--- a random choice when there are more, so that jobs whose check fails
--- every time cannot keep the others out.
+-- Two squeue runs read the pending jobs (SQUEUE_JOBS, SQUEUE_ASKS): the
+-- first prints nothing a job's owner wrote (its id, its hold, its record,
+-- its node list), so that each of its lines is one job record as Slurm has
+-- it; the second its constraint and preference, which its owner wrote, with
+-- its id.  A newline in them (where Slurm lets one through) forges a line of
+-- the second for any job: it is read only for jobs the first printed, and a
+-- job whose lines there decide differently is asked about once more on its
+-- own (`squeue -j`), where the first line is its own (a forged one follows
+-- it); never more than MAX_ASKS of them a run (a random choice; the rest
+-- wait for a later run).  A tab in the owner's text shifts the fields, which
+-- leaves a blank in the constraint read, and xsite.constraint refuses
+-- blanks: checked.  Both are read line by line, at most MAX_BYTES each and
+-- MAX_LINE a line (a longer one is read as a constraint xsite cannot read:
+-- checked).  Never more than MAX_JOBS checked a run: first the jobs not yet
+-- decided again under the link's state now, then those that were and are
+-- picked again (a node list squeue prints that cannot be read, a path xsite
+-- did not foresee), each a random choice when there are more, so that jobs
+-- whose check fails every time cannot keep the others out.
 -- @module xsite.recheck
 
 local constraint = require("xsite.constraint")
@@ -36,24 +44,54 @@ local hostlist = require("xsite.hostlist")
 local record = require("xsite.record")
 local submit = require("xsite.submit")
 
+local unpack = table.unpack or unpack
+
 local M = {}
 
 --- The most jobs checked again in one run (the rest in the next).
 M.MAX_JOBS = 500
 
---- squeue's arguments: pending jobs of every partition, one a line (each
+--- The most jobs whose lines disagree asked about again in one run.
+M.MAX_ASKS = 50
+
+--- The most bytes read of each squeue run; past them the rest is left
+-- unread (and said).
+M.MAX_BYTES = 64 * 1024 * 1024
+
+--- The longest line read in full: a job record's fields, or an owner's
+-- constraint and preference (xsite.constraint reads no more than
+-- MAX_LENGTH of either).
+M.MAX_LINE = 8192
+
+-- squeue's arguments for pending jobs of every partition, one a line (each
 -- task of an array, each component of a heterogeneous job: `123_4`,
 -- `19+1`, ids scontrol update takes for that one record), fields separated
--- by tabs in this order (the owner's preference and constraint last; the
--- node list before them holds node names only, which Slurm checks).  A
--- job in a hold has priority 0, whatever its reason says: a job its owner
--- requeued in a hold (`scontrol requeuehold`) keeps "job requeued in held
--- state" as its reason after xsite holds it too.
-M.SQUEUE = { "squeue", "-a", "-r", "-h", "-t", "PENDING", "-O",
-  "JobArrayID:0\t,Reason:0\t,PriorityLong:0\t,admin_comment:0\t,ReqNodes:0\t,Prefer:0\t,Feature:0" }
+-- by tabs; `fields` after the id.
+local function squeue(fields)
+  return { "squeue", "-a", "-r", "-h", "-t", "PENDING", "-O", "JobArrayID:0\t," .. fields }
+end
+
+--- What a job is in Slurm, nothing its owner wrote: its id, its own job id
+-- (what `squeue -j` takes for a component of a heterogeneous job), its
+-- hold, xsite's record and its node list (node names only, which Slurm
+-- checks).  A job in a hold has priority 0, whatever its reason says: a
+-- job its owner requeued in a hold (`scontrol requeuehold`) keeps "job
+-- requeued in held state" as its reason after xsite holds it too.
+M.SQUEUE_JOBS = squeue("JobID:0\t,Reason:0\t,PriorityLong:0\t,admin_comment:0\t,ReqNodes:0")
+--- What a job's owner asks: its preference and constraint.
+local ASKS = "Prefer:0\t,Feature:0"
+M.SQUEUE_ASKS = squeue(ASKS)
 --- squeue's environment: an array's pending tasks in full (Slurm cuts
 -- them to 64 characters, and -r lists only those, otherwise).
 M.SQUEUE_ENV = { SLURM_BITSTR_LEN = "0" }
+
+--- SQUEUE_ASKS for one job (its `qid` in the view): its own line first.
+function M.squeue_asks(qid)
+  local argv = squeue(ASKS)
+  table.insert(argv, 2, "-j")
+  table.insert(argv, 3, qid)
+  return argv
+end
 
 -- The id of one job record, as squeue prints it: nil for anything else.
 local function job_id(text)
@@ -148,48 +186,101 @@ local function holder(reason, held)
   return nil
 end
 
---- The jobs to check again, from squeue's output (see SQUEUE): those that
--- were not decided again under the link's state now first (a job picked
--- run after run, one whose node list cannot be read, cannot keep them
--- out), a random choice when there are more.
--- @return a list of { id, held = "user"|"admin"|nil, rec }, at most MAX_JOBS
--- @param random optional: like math.random(m, n), to choose among more
-function M.select(text, cfg, down, random)
-  local first, again, seen = {}, {}, {}
-  local now = down and "down" or "up"
-  for line in text:gmatch("[^\n]+") do
-    local raw, reason, priority, comment, nodes, prefer, features =
-      line:match("^(%S+)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$")
-    local id = raw and job_id(raw)
-    if id and not seen[id] then
-      local rec = record.parse(comment)
-      local word = nodelist_word(nodes, cfg)
-      local held = tonumber(priority) == 0
-      local stale, why = M.stale(rec, held, word, prefer, features, down, cfg)
-      if stale then
-        seen[id] = true
-        local list = (rec and rec.recheck == now) and again or first
-        list[#list + 1] = { id = id, rec = rec, unkept = why == "unkept", wsites = word,
-          held = holder(reason, held) }
-      end
-    end
+-- The constraint read for a line cut at MAX_LINE: a blank, which
+-- xsite.constraint refuses.
+local UNREAD = " "
+
+--- A run's view of the pending jobs, fed SQUEUE_JOBS's lines (job_line),
+-- then SQUEUE_ASKS's (ask_line); then select.
+-- @param down the link is down now
+function M.view(cfg, down)
+  return { cfg = cfg, down = down, jobs = {}, order = {} }
+end
+
+--- One line of SQUEUE_JOBS into the view (a line that is not one job
+-- record's is passed over).
+function M.job_line(v, line)
+  local raw, own, reason, priority, comment, nodes =
+    line:match("^(%S+)\t(%d+)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$")
+  local id = raw and job_id(raw)
+  if not id or v.jobs[id] then return end
+  local held = tonumber(priority) == 0
+  v.jobs[id] = { id = id, qid = id:find("+", 1, true) and own or id, rec = record.parse(comment),
+    word = nodelist_word(nodes, v.cfg), held = held, holder = holder(reason, held) }
+  v.order[#v.order + 1] = id
+end
+
+-- What a line of SQUEUE_ASKS says of its job: nil when it is not about
+-- a job of the view, else the job and false (not to be checked), "stale"
+-- or "unkept" (see stale).
+local function verdict(v, line, cut)
+  local raw, prefer, features = line:match("^(%S+)\t([^\t]*)\t(.*)$")
+  local job = raw and v.jobs[raw]
+  if not job then return nil end
+  if cut then prefer, features = "(null)", UNREAD end
+  local stale, why = M.stale(job.rec, job.held, job.word, prefer, features, v.down, v.cfg)
+  return job, stale and (why or "stale")
+end
+
+--- One line of SQUEUE_ASKS into the view (`cut`: it was longer than
+-- MAX_LINE).  A job of whose lines two decide differently is asked about
+-- again (select).
+function M.ask_line(v, line, cut)
+  local job, says = verdict(v, line, cut)
+  if not job then return end
+  if job.says == nil then
+    job.says = says
+  elseif job.says ~= says then
+    job.disputed = true
   end
+end
+
+-- The first `n` of `list` in a random order (`random` like math.random(m, n)).
+local function some(list, n, random)
+  if #list <= n then return list end
+  for i = 1, n do
+    local j = random(i, #list)
+    list[i], list[j] = list[j], list[i]
+  end
+  return { unpack(list, 1, n) }
+end
+
+--- The jobs to check again: those that were not decided again under the
+-- link's state now first (a job picked run after run, one whose node list
+-- cannot be read, cannot keep them out), a random choice when there are
+-- more.
+-- @param random optional: like math.random(m, n), to choose among more
+-- @param ask optional: function(qid): the first line of M.squeue_asks(qid)
+--   and whether it was cut, or nil; without it a job whose lines
+--   disagree is left for a later run
+-- @return a list of { id, held = "user"|"admin"|nil, rec, unkept, wsites },
+--   at most MAX_JOBS; and how many jobs whose lines disagree were left
+function M.select(v, random, ask)
   random = random or math.random
+  local first, again, disputed = {}, {}, {}
+  local now = v.down and "down" or "up"
+  local function add(job, says)
+    if not says then return end
+    local list = (job.rec and job.rec.recheck == now) and again or first
+    list[#list + 1] = { id = job.id, rec = job.rec, unkept = says == "unkept", wsites = job.word, held = job.holder }
+  end
+  for _, id in ipairs(v.order) do
+    local job = v.jobs[id]
+    if job.disputed then disputed[#disputed + 1] = job else add(job, job.says) end
+  end
+  local asked = ask and some(disputed, M.MAX_ASKS, random) or {}
+  for _, job in ipairs(asked) do
+    local line, cut = ask(job.qid)
+    local own, says = nil, nil
+    if line then own, says = verdict(v, line, cut) end
+    -- its own line is about it (a job gone meanwhile: none)
+    if own == job then add(job, says) end
+  end
   local out = {}
   for _, list in ipairs({ first, again }) do
-    local room = M.MAX_JOBS - #out
-    if #list <= room then
-      for _, job in ipairs(list) do out[#out + 1] = job end
-    else
-      -- the first of a random order, as many as there is room for
-      for i = 1, room do
-        local j = random(i, #list)
-        list[i], list[j] = list[j], list[i]
-        out[#out + 1] = list[i]
-      end
-    end
+    for _, job in ipairs(some(list, M.MAX_JOBS - #out, random)) do out[#out + 1] = job end
   end
-  return out
+  return out, #disputed - #asked
 end
 
 --- The AdminComment that asks slurmctld to decide a job again: "held=" whose

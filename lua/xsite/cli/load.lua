@@ -8,6 +8,7 @@ local load = require("xsite.load")
 local recheck = require("xsite.recheck")
 local shell = require("xsite.shell")
 local states = require("xsite.state")
+local xtext = require("xsite.text")
 local units = require("xsite.units")
 
 local out, err = common.out, common.err
@@ -81,6 +82,27 @@ local function seed(now)
   return (a * 256 + b) * 256 + c
 end
 
+-- Run one of xsite.recheck's squeue commands and hand each line it prints
+-- to `each` (see xsite.shell.each_line), at most recheck.MAX_BYTES and
+-- recheck.MAX_LINE a line; nil when squeue failed (said on stderr).  Past
+-- MAX_BYTES the lines read are taken, and that is said.
+local function pending_lines(argv, timeout, io_, each)
+  local first
+  local how = shell.each_line(argv, { timeout = timeout, env = recheck.SQUEUE_ENV,
+    max_bytes = recheck.MAX_BYTES, max_line = recheck.MAX_LINE }, function(line, cut)
+    first = first or line
+    return each(line, cut)
+  end)
+  if how == "cut" then
+    err(io_, "xsite load: squeue printed more than %d MiB of pending jobs: the rest was not read\n",
+      math.floor(recheck.MAX_BYTES / 1048576))
+  elseif how == "failed" then
+    err(io_, "xsite load: squeue failed: %s\n", xtext.printable(first or "(no output)"))
+    return nil
+  end
+  return true
+end
+
 --- Decide again the pending jobs decided under another state of the link
 -- (xsite.recheck); a line on stderr for each.  A link state that cannot be
 -- read (slurmctld keeps the last good one) skips it.
@@ -90,11 +112,28 @@ function M.recheck(cfg, timeout, io_)
   if cfg.policy.link_state_file then link, lerr = states.load_link(cfg.policy.link_state_file) end
   if lerr then err(io_, "xsite load: %s (no job decided again)\n", lerr) return true end
   local down = link ~= nil and link.state == "down"
-  local text, e = slurm(recheck.SQUEUE, timeout, recheck.SQUEUE_ENV)
-  if not text then err(io_, "xsite load: %s\n", e) return nil end
+  local v = recheck.view(cfg, down)
+  for _, q in ipairs({ { recheck.SQUEUE_JOBS, recheck.job_line }, { recheck.SQUEUE_ASKS, recheck.ask_line } }) do
+    if not pending_lines(q[1], timeout, io_, function(line, cut) q[2](v, line, cut) end) then return nil end
+  end
   local start = os.time()
   math.randomseed(seed(start))
-  for _, job in ipairs(recheck.select(text, cfg, down, math.random)) do
+  -- one job asked about on its own: its first line (within the budget)
+  local function ask(qid)
+    local first, cut
+    if os.time() - start > M.RECHECK_BUDGET then return nil end
+    pending_lines(recheck.squeue_asks(qid), timeout, io_, function(line, c)
+      first, cut = line, c
+      return true
+    end)
+    return first, cut
+  end
+  local jobs, left = recheck.select(v, math.random, ask)
+  if left > 0 then
+    err(io_, "xsite load: %d job(s) whose lines in squeue disagree (an owner's text with a newline) left for a "
+      .. "later run (at most %d asked about a run)\n", left, recheck.MAX_ASKS)
+  end
+  for _, job in ipairs(jobs) do
     if os.time() - start > M.RECHECK_BUDGET then break end
     local _, rerr
     if not down and job.rec and job.rec.hold == "user" then
