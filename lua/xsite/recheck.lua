@@ -113,11 +113,20 @@ local function nodelist_word(nodes, cfg)
   return record.nodelist_word(cfg, counts) or "-"
 end
 
+--- The most constraints a run keeps analysed (many jobs share theirs).
+M.MEMO = 4096
+
 -- A constraint squeue printed, analysed; nil for none (or one xsite
--- cannot read).
-local function analysed(text, cfg)
+-- cannot read).  `memo`: optional, analyses kept by text (at most MEMO).
+local function analysed(text, cfg, memo)
   if none(text) then return nil end
-  return constraint.analyse(text, cfg)
+  local a = memo and memo[text]
+  if a ~= nil then return a or nil end
+  a = constraint.analyse(text, cfg)
+  if memo and memo.n < M.MEMO then
+    memo[text], memo.n = a or false, memo.n + 1
+  end
+  return a
 end
 
 -- A constraint's analysis keeps a job at one site.  With a node list at
@@ -142,13 +151,14 @@ end
 -- @param features the job's constraint now
 -- @param down the link is down now
 -- @param cfg the configuration
-function M.stale(rec, held, word, prefer, features, down, cfg)
+-- @param memo optional: a run's analyses kept (see view)
+function M.stale(rec, held, word, prefer, features, down, cfg, memo)
   if rec and rec.override then return false end
   -- kept at one site by its constraint and its preference (Slurm
   -- schedules with the preference where it can)
   local across = word == nil or word:find("+", 1, true) ~= nil
-  local fa = analysed(features, cfg)
-  local kept = one_site(fa, across) and (none(prefer) or one_site(analysed(prefer, cfg), across))
+  local fa = analysed(features, cfg, memo)
+  local kept = one_site(fa, across) and (none(prefer) or one_site(analysed(prefer, cfg, memo), across))
   if down then
     if rec and rec.hold and held then return false end
     return not kept
@@ -194,7 +204,7 @@ local UNREAD = " "
 -- then SQUEUE_ASKS's (ask_line); then select.
 -- @param down the link is down now
 function M.view(cfg, down)
-  return { cfg = cfg, down = down, jobs = {}, order = {} }
+  return { cfg = cfg, down = down, jobs = {}, order = {}, memo = { n = 0 } }
 end
 
 --- One line of SQUEUE_JOBS into the view (a line that is not one job
@@ -205,7 +215,10 @@ function M.job_line(v, line)
   local id = raw and job_id(raw)
   if not id or v.jobs[id] then return end
   local held = tonumber(priority) == 0
-  v.jobs[id] = { id = id, qid = id:find("+", 1, true) and own or id, rec = record.parse(comment),
+  -- the record kept as text (read again for each line about the job): a
+  -- hundred thousand records read once would each be tables the
+  -- collector walks at every cycle
+  v.jobs[id] = { id = id, qid = id:find("+", 1, true) and own or id, comment = comment,
     word = nodelist_word(nodes, v.cfg), held = held, holder = holder(reason, held) }
   v.order[#v.order + 1] = id
 end
@@ -218,7 +231,7 @@ local function verdict(v, line, cut)
   local job = raw and v.jobs[raw]
   if not job then return nil end
   if cut then prefer, features = "(null)", UNREAD end
-  local stale, why = M.stale(job.rec, job.held, job.word, prefer, features, v.down, v.cfg)
+  local stale, why = M.stale(record.parse(job.comment), job.held, job.word, prefer, features, v.down, v.cfg, v.memo)
   return job, stale and (why or "stale")
 end
 
@@ -261,8 +274,9 @@ function M.select(v, random, ask)
   local now = v.down and "down" or "up"
   local function add(job, says)
     if not says then return end
-    local list = (job.rec and job.rec.recheck == now) and again or first
-    list[#list + 1] = { id = job.id, rec = job.rec, unkept = says == "unkept", wsites = job.word, held = job.holder }
+    local rec = record.parse(job.comment)
+    local list = (rec and rec.recheck == now) and again or first
+    list[#list + 1] = { id = job.id, rec = rec, unkept = says == "unkept", wsites = job.word, held = job.holder }
   end
   for _, id in ipairs(v.order) do
     local job = v.jobs[id]
