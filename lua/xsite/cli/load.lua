@@ -82,25 +82,28 @@ local function seed(now)
   return (a * 256 + b) * 256 + c
 end
 
---- Lines read between two full collections of garbage (see pending_lines).
+--- Lines read between two full collections of garbage (see pending_lines;
+-- 0: none).
 M.GC_LINES = 5000
 
--- Run one of xsite.recheck's squeue commands and hand each line it prints
+--- Run one of xsite.recheck's squeue commands and hand each line it prints
 -- to `each` (see xsite.shell.each_line), at most recheck.MAX_BYTES and
 -- recheck.MAX_LINE a line; nil when squeue failed (said on stderr).  Past
 -- MAX_BYTES the lines read are taken, and that is said.  Lua 5.1 keeps
 -- every string in one hash table until the collector frees it, and hashes
 -- a long string from a sample of its characters: lines alike but for a few
 -- characters (a job owner can make many) share a chain that every new line
--- walks.  A full collection every GC_LINES lines keeps those chains short
--- (90 090 such lines of each run: 5.4-6.6 s of CPU and 51 MiB of heap,
--- instead of 52 s and 104 MiB; more often costs more in collections).
-local function pending_lines(argv, timeout, io_, each)
+-- walks.  A full collection every GC_LINES lines keeps those chains short:
+-- 90 000 such lines of each run cost Lua 5.1 5.2 s of CPU and 48 MiB of
+-- heap instead of 29 s and 103 MiB; Lua 5.2 to 5.4, which keep long
+-- strings apart, 0.4 to 2.5 s more, and half the heap
+-- (tests/bench/hostile --recheck; collecting more often costs more).
+function M.pending_lines(argv, timeout, io_, each)
   local first, n = nil, 0
   local how = shell.each_line(argv, { timeout = timeout, env = recheck.SQUEUE_ENV,
     max_bytes = recheck.MAX_BYTES, max_line = recheck.MAX_LINE }, function(line, cut)
     first, n = first or line, n + 1
-    if n % M.GC_LINES == 0 then collectgarbage("collect") end
+    if M.GC_LINES > 0 and n % M.GC_LINES == 0 then collectgarbage("collect") end
     return each(line, cut)
   end)
   if how == "cut" then
@@ -124,7 +127,7 @@ function M.recheck(cfg, timeout, io_)
   local down = link ~= nil and link.state == "down"
   local v = recheck.view(cfg, down)
   for _, q in ipairs({ { recheck.SQUEUE_JOBS, recheck.job_line }, { recheck.SQUEUE_ASKS, recheck.ask_line } }) do
-    if not pending_lines(q[1], timeout, io_, function(line, cut) q[2](v, line, cut) end) then return nil end
+    if not M.pending_lines(q[1], timeout, io_, function(line, cut) q[2](v, line, cut) end) then return nil end
   end
   local start = os.time()
   math.randomseed(seed(start))
@@ -132,7 +135,7 @@ function M.recheck(cfg, timeout, io_)
   local function ask(qid)
     local first, cut
     if os.time() - start > M.RECHECK_BUDGET then return nil end
-    pending_lines(recheck.squeue_asks(qid), timeout, io_, function(line, c)
+    M.pending_lines(recheck.squeue_asks(qid), timeout, io_, function(line, c)
       first, cut = line, c
       return true
     end)
