@@ -62,6 +62,7 @@ end
 --   that could not be learnt), "cut" (more than max_bytes), "stopped" (by
 --   `each`); and its exit status when known
 function M.each_line(argv, opts, each)
+  opts = opts or {}
   local max_bytes, max_line = opts.max_bytes or math.huge, opts.max_line or math.huge
   -- kept of a line: room for the exit status after a last line without
   -- its newline

@@ -8,7 +8,7 @@ local load = require("xsite.load")
 local recheck = require("xsite.recheck")
 local shell = require("xsite.shell")
 local states = require("xsite.state")
-local xtext = require("xsite.text")
+local safe = require("xsite.text")
 local units = require("xsite.units")
 
 local out, err = common.out, common.err
@@ -110,7 +110,7 @@ function M.pending_lines(argv, timeout, io_, each)
     err(io_, "xsite load: squeue printed more than %d MiB of pending jobs: the rest was not read\n",
       math.floor(recheck.MAX_BYTES / 1048576))
   elseif how == "failed" then
-    err(io_, "xsite load: squeue failed: %s\n", xtext.printable(first or "(no output)"))
+    err(io_, "xsite load: squeue failed: %s\n", safe.printable(first or "(no output)"))
     return nil
   end
   return true
