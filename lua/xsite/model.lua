@@ -16,6 +16,7 @@
 -- (see `M.app`).  All times are in seconds.
 -- @module xsite.model
 
+local keep = require("xsite.keep")
 local units = require("xsite.units")
 
 local M = {}
@@ -250,43 +251,49 @@ function M.split(cfg, n)
 end
 
 --- The most evaluations remembered at once, over all profiles, links and
--- node counts (then the memory starts over).  Explicit profiles are the
--- users' to invent, so the bound is on the whole, not per profile.
+-- node counts (a full memory keeps no new one, and starts over at most
+-- every xsite.keep.RESTART_AFTER seconds, and with a new configuration or
+-- link).  Explicit profiles are the users' to invent, so the bound is on
+-- the whole, not per profile.
 M.EVAL_CACHE_MAX = 1024
 
--- Evaluations already made: by profile (weak keys: a reloaded
--- configuration brings new profile tables and the old ones go), those of
--- the configuration and link it was last evaluated with, by node count.
--- One table a profile, as a new explicit profile comes with every job of
--- some users (a link changes only when its state file does).
+-- Evaluations already made, by profile (weak keys: the profiles of an
+-- explicit cache that started over go) and node count, all of one
+-- configuration and link (`eval_cfg`, `eval_link`: a new configuration or
+-- link state brings new profile and link tables, and they start over).
 local WEAK_KEYS = { __mode = "k" }
-local eval_cache, eval_cached = setmetatable({}, WEAK_KEYS), 0
+local eval_cache, eval_count = setmetatable({}, WEAK_KEYS), keep.new()
+local eval_cfg, eval_link
 
 --- `evaluate`, remembered: the policy sees the same few job shapes again and
 -- again.  Profiles and links must not change once evaluated (those of
 -- xsite.config and xsite.profile never do).  At most `EVAL_CACHE_MAX`
--- evaluations are kept.
+-- evaluations are kept; none of a profile xsite.profile did not keep
+-- (`transient`), which is made anew for each job.
 function M.evaluate_cached(cfg, profile, n, link)
-  local by_n = eval_cache[profile]
-  local r = by_n and by_n.cfg == cfg and by_n.link == link and by_n[n]
-  if r then return r end
-  if eval_cached >= M.EVAL_CACHE_MAX then
-    eval_cache, eval_cached = setmetatable({}, WEAK_KEYS), 0
-    by_n = nil
+  if profile.transient then return M.evaluate(cfg, profile, n, link) end
+  if cfg ~= eval_cfg or link ~= eval_link then
+    eval_cache, eval_cfg, eval_link = setmetatable({}, WEAK_KEYS), cfg, link
+    keep.reset(eval_count)
   end
-  if not by_n or by_n.cfg ~= cfg or by_n.link ~= link then
-    by_n = { cfg = cfg, link = link }
+  local by_n = eval_cache[profile]
+  local r = by_n and by_n[n]
+  if r then return r end
+  r = M.evaluate(cfg, profile, n, link)
+  local kept = keep.admit(eval_count, M.EVAL_CACHE_MAX)
+  if not kept then return r end
+  if kept == "restart" then eval_cache, by_n = setmetatable({}, WEAK_KEYS), nil end
+  if not by_n then
+    by_n = {}
     eval_cache[profile] = by_n
   end
-  r = M.evaluate(cfg, profile, n, link)
   by_n[n] = r
-  eval_cached = eval_cached + 1
   return r
 end
 
 --- How many evaluations are remembered now (for tests and benchmarks).
 function M.evaluations_cached()
-  return eval_cached
+  return eval_count.kept
 end
 
 --- Everything the policy and the CLI need for n nodes.  slurmctld runs this

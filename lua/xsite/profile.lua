@@ -8,6 +8,7 @@
 
 local units = require("xsite.units")
 local config = require("xsite.config")
+local keep = require("xsite.keep")
 
 local M = {}
 
@@ -90,10 +91,12 @@ end
 -- resolve through here.
 M.MAX_TEXT = 256
 
---- The most explicit `--comm-profile` texts kept parsed (then they start over).
+--- The most explicit `--comm-profile` texts kept parsed (a full cache keeps
+-- no new text, and starts over at most every xsite.keep.RESTART_AFTER
+-- seconds).
 M.EXPLICIT_CACHE_MAX = 256
 
-local explicit_cache, explicit_cache_size = {}, 0
+local explicit_cache, explicit_count = {}, keep.new()
 
 -- A profile with the measured fields of its profile state entry, made once
 -- per entry (so that the model's remembered evaluations stay valid).
@@ -111,7 +114,7 @@ end
 
 --- How many explicit profile texts are kept parsed now (for tests).
 function M.explicit_cached()
-  return explicit_cache_size
+  return explicit_count.kept
 end
 
 --- Resolve a `--comm-profile` value against a configuration.
@@ -119,7 +122,10 @@ end
 -- @param cfg a configuration from xsite.config
 -- @param tuned optional profile state (xsite.state.parse_profiles):
 --   a named profile there takes its measured Exchange and Steps
--- @return profile, or nil and a message
+-- @return profile, or nil and a message.  An explicit profile the cache
+--   did not keep has `transient` set: it is parsed again the next time, so
+--   what is worked out from it (xsite.model.evaluate_cached) is not kept
+--   either.
 function M.resolve(spec, cfg, tuned)
   if spec == nil or spec == "" then
     spec = cfg.policy.default_profile
@@ -138,9 +144,13 @@ function M.resolve(spec, cfg, tuned)
       return hit
     end
     local prof, err = M.parse_explicit(spec)
-    if explicit_cache_size >= M.EXPLICIT_CACHE_MAX then explicit_cache, explicit_cache_size = {}, 0 end
-    explicit_cache[spec] = prof or err
-    explicit_cache_size = explicit_cache_size + 1
+    local kept = keep.admit(explicit_count, M.EXPLICIT_CACHE_MAX)
+    if kept == "restart" then explicit_cache = {} end
+    if kept then
+      explicit_cache[spec] = prof or err
+    elseif prof then
+      prof.transient = true
+    end
     return prof, err
   end
   local p = cfg.profile_by_name[spec]

@@ -232,6 +232,35 @@ describe("xsite.model remembered evaluations", function()
     assert.are.equal(model.EVAL_CACHE_MAX, most)
     assert.is_true(model.evaluations_cached() <= model.EVAL_CACHE_MAX)
   end)
+
+  it("keeps no new evaluation when full, none of a transient profile, and starts over with a new link", function()
+    local keep = require("xsite.keep")
+    local max, after = model.EVAL_CACHE_MAX, keep.RESTART_AFTER
+    finally(function() model.EVAL_CACHE_MAX, keep.RESTART_AFTER = max, after end)
+    local link = { bandwidth = LINK.bandwidth, latency = LINK.latency, channels = LINK.channels, state = "up" }
+    local prof = app({ exchange = 7e6 })
+    local first = model.evaluate_cached(cfg, prof, 2, link)
+    assert.are.equal(1, model.evaluations_cached())
+    model.EVAL_CACHE_MAX = 2
+    model.evaluate_cached(cfg, prof, 3, link)
+    local full = model.evaluate_cached(cfg, prof, 4, link)
+    assert.are.equal(2, model.evaluations_cached())
+    assert.are.same(model.evaluate(cfg, prof, 4, link), full)
+    assert.are_not.equal(full, model.evaluate_cached(cfg, prof, 4, link))
+    assert.are.equal(first, model.evaluate_cached(cfg, prof, 2, link))
+    local transient = app({ exchange = 8e6 })
+    transient.transient = true
+    keep.RESTART_AFTER = 0
+    assert.are.same(model.evaluate(cfg, transient, 2, link), model.evaluate_cached(cfg, transient, 2, link))
+    assert.are.equal(2, model.evaluations_cached())
+    -- a new link: the old evaluations go
+    model.EVAL_CACHE_MAX = max
+    local other = { bandwidth = LINK.bandwidth / 2, latency = LINK.latency, channels = LINK.channels, state = "up" }
+    local slow = model.evaluate_cached(cfg, prof, 2, other)
+    assert.are.equal(1, model.evaluations_cached())
+    assert.are.equal(slow, model.evaluate_cached(cfg, prof, 2, other))
+    assert.are_not.equal(first, model.evaluate_cached(cfg, prof, 2, link))
+  end)
 end)
 
 describe("xsite.model templates", function()

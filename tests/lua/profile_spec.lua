@@ -130,6 +130,33 @@ describe("xsite.profile.resolve", function()
     assert.are.equal(1e6, p.exchange)
   end)
 
+  it("keeps at most EXPLICIT_CACHE_MAX texts parsed; a full cache keeps no new one until RESTART_AFTER", function()
+    local keep = require("xsite.keep")
+    local max, after = profile.EXPLICIT_CACHE_MAX, keep.RESTART_AFTER
+    finally(function() profile.EXPLICIT_CACHE_MAX, keep.RESTART_AFTER = max, after end)
+    local function spec(i) return "op=1e9,b=1GB,x=1MB,steps=" .. (7000 + i) end
+    profile.EXPLICIT_CACHE_MAX = profile.explicit_cached() + 2
+    local a = assert(profile.resolve(spec(1), cfg))
+    assert.is_nil(a.transient)
+    assert.are.equal(a, profile.resolve(spec(1), cfg))
+    assert.is_nil(assert(profile.resolve(spec(2), cfg)).transient)
+    -- full: a new text is parsed each time, marked transient, kept nowhere
+    local c = assert(profile.resolve(spec(3), cfg))
+    assert.is_true(c.transient)
+    assert.are.equal(7003, c.steps)
+    assert.are_not.equal(c, profile.resolve(spec(3), cfg))
+    assert.are.equal(a, profile.resolve(spec(1), cfg))
+    assert.are.equal(profile.EXPLICIT_CACHE_MAX, profile.explicit_cached())
+    -- a refusal of a text not kept is the same message
+    assert.are.same({ nil, "b: missing (op=, b= and x= are required)" }, { profile.resolve("op=1,x=1", cfg) })
+    -- RESTART_AFTER after it was found full, it starts over
+    keep.RESTART_AFTER = 0
+    local d = assert(profile.resolve(spec(4), cfg))
+    assert.is_nil(d.transient)
+    assert.are.equal(1, profile.explicit_cached())
+    assert.are_not.equal(a, profile.resolve(spec(1), cfg))
+  end)
+
   it("finds a named profile of the configuration", function()
     local p = assert(profile.resolve("gromacs", cfg))
     assert.are.equal(cfg.profile_by_name.gromacs, p)
