@@ -389,9 +389,6 @@ local function may_span(job)
   return false, affinity == "pin" and "--site-affinity=pin" or slow_text(job.ev, pol)
 end
 
--- What decide has found out about the job it decides (see there).
-local JOB = {}
-
 --- Decide where a job runs.
 -- @param req a table: `cfg` (xsite.config), `nodes` (the fewest nodes the
 --   job can get), `max_nodes` (the most it can get; default `nodes`),
@@ -584,13 +581,10 @@ function M.decide(req)
   -- hold the job (`fitting`), the model's evaluation `ev`, the affinity,
   -- whether the link is down, and whether root or SlurmUser asks to span
   -- (`override_span`: granted even with the link down, as `xsite
-  -- calibrate` measures a link that is down, and said in the record).  One
-  -- table, every field set anew for each job (decide is not re-entered,
-  -- and keeps nothing of it once it returns), not a new one a job.
-  local job = JOB
-  job.d, job.req, job.n, job.het, job.user, job.ua, job.prefer, job.pa = d, req, n, het, user, ua, prefer, pa
-  job.named, job.pool, job.fitting, job.ev, job.affinity = named, pool, fitting, ev, affinity
-  job.link_down, job.override_span = link_down, req.override ~= nil and affinity == "span"
+  -- calibrate` measures a link that is down, and said in the record).
+  local job = { d = d, req = req, n = n, het = het, user = user, ua = ua, prefer = prefer, pa = pa, named = named,
+    pool = pool, fitting = fitting, ev = ev, affinity = affinity, link_down = link_down,
+    override_span = req.override ~= nil and affinity == "span" }
   d.single_site = single_site(job) or nil
 
   -- A heterogeneous job's later component: where its first one went.

@@ -413,12 +413,6 @@ local function license_declared(cfg, slurm, declared)
   return false
 end
 
--- The request decide hands xsite.policy.decide: one table, every field set
--- anew for each job (slurmctld's job_submit/lua asks for one job at a time,
--- and policy.decide keeps nothing of it).  A new table of two dozen fields
--- a job was the largest piece of each job's garbage in slurmctld.
-local REQ = {}
-
 -- Decide for a job description (or a view of a pending job being changed):
 -- `extra` holds what job_desc does not (het, nodelist_sites, features).
 local function decide(job_desc, slurm, flags, extra)
@@ -443,33 +437,33 @@ local function decide(job_desc, slurm, flags, extra)
   local tl = job_desc.time_limit
   local sc = M.slurm_conf()
   local nodes = M.node_count(job_desc, cfg, extra.floor)
-  local req = REQ
-  req.cfg = cfg
-  req.nodes = nodes
-  req.max_nodes = most_of(job_desc, nodes)
-  req.affinity = flags.affinity
-  req.profile = flags.profile
-  req.features = extra.features
-  req.prefer = extra.prefer
-  req.req_nodes = extra.req_nodes
-  req.nodelist_sites = extra.nodelist_sites
-  -- (sbatch -w without -N sends the list's count as the job's minimum:
-  -- nodes it must have)
-  req.nodelist_min = M.nodelist_chooses(slurm) and count(job_desc, "min_nodes") or nil
-  req.topless = extra.topless
-  req.het = extra.het
-  req.override = extra.override
-  req.time_limit = set(tl) and tl * 60 or nil
-  req.topology = sc.topology
-  req.licenses = extra.licenses
-  req.tres_licenses = M.tres_licenses(job_desc.tres_per_task)
-  req.license = license_declared(cfg, slurm, sc.licenses)
-  req.link_state = state_file(cfg, slurm, "link")
-  req.profile_state = state_file(cfg, slurm, "profiles")
-  req.link_load = state_file(cfg, slurm, "load")
-  req.now = state.clock()
-  req.pin_one_node = extra.pin_one_node
-  local d = policy.decide(req)
+  local d = policy.decide({
+    cfg = cfg,
+    nodes = nodes,
+    max_nodes = most_of(job_desc, nodes),
+    affinity = flags.affinity,
+    profile = flags.profile,
+    features = extra.features,
+    prefer = extra.prefer,
+    req_nodes = extra.req_nodes,
+    nodelist_sites = extra.nodelist_sites,
+    -- (sbatch -w without -N sends the list's count as the job's minimum:
+    -- nodes it must have)
+    nodelist_min = M.nodelist_chooses(slurm) and count(job_desc, "min_nodes") or nil,
+    topless = extra.topless,
+    het = extra.het,
+    override = extra.override,
+    time_limit = set(tl) and tl * 60 or nil,
+    topology = sc.topology,
+    licenses = extra.licenses,
+    tres_licenses = M.tres_licenses(job_desc.tres_per_task),
+    license = license_declared(cfg, slurm, sc.licenses),
+    link_state = state_file(cfg, slurm, "link"),
+    profile_state = state_file(cfg, slurm, "profiles"),
+    link_load = state_file(cfg, slurm, "load"),
+    now = state.clock(),
+    pin_one_node = extra.pin_one_node,
+  })
   if extra.het and extra.het.offset == 0 and not extra.het.site and d.het and d.action ~= "reject"
       and cfg.policy.mode == "enforce" then
     -- the first component: its site holds for the later ones; another
@@ -559,11 +553,6 @@ local function refuses_expansion(job_desc, uid)
     .. "keep either at one site; submit the job at its full size instead"
 end
 
--- What decide needs of a submitted job that its job_desc does not say:
--- one table, every field set anew for each job, as REQ.  (The fields of a
--- pending job's change, nodelist_sites and pin_one_node, stay nil.)
-local SUBMITTED = {}
-
 -- job_submit's work, under its pcall (no closure a job).
 local function submit_job(job_desc, slurm, submit_uid, part_list)
   local why = refuses_expansion(job_desc, submit_uid)
@@ -572,13 +561,16 @@ local function submit_job(job_desc, slurm, submit_uid, part_list)
     return M.ESLURM_INVALID_FEATURE
   end
   local offset = job_desc.het_job_offset
-  local extra = SUBMITTED
-  extra.floor = M.partition_floor(job_desc.partition, part_list, count(job_desc, "max_nodes"))
-  extra.features, extra.prefer, extra.req_nodes = job_desc.features, job_desc.prefer, job_desc.req_nodes
-  extra.licenses, extra.topless = job_desc.licenses, count(job_desc, "max_nodes") == nil
-  extra.het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil
-  extra.override = M.privileged(submit_uid) and submit_uid or nil
-  return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), extra)
+  return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
+    floor = M.partition_floor(job_desc.partition, part_list, count(job_desc, "max_nodes")),
+    features = job_desc.features,
+    prefer = job_desc.prefer,
+    req_nodes = job_desc.req_nodes,
+    licenses = job_desc.licenses,
+    topless = count(job_desc, "max_nodes") == nil,
+    het = set(offset) and { offset = offset, site = offset > 0 and het_site(job_desc.user_id) or nil } or nil,
+    override = M.privileged(submit_uid) and submit_uid or nil,
+  })
 end
 
 --- slurm_job_submit: decide and apply.  Never raises.
