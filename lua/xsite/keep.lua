@@ -10,7 +10,7 @@
 -- docs/security.md, "slurmctld's memory").  So a cache that is full keeps
 -- no new entry, and starts over at most once every `RESTART_AFTER`
 -- seconds: what a flood of new keys costs is then an entry not kept, not
--- memory, and keys that come back still find room within that time.
+-- memory, and the keys already kept are still found meanwhile.
 -- @module xsite.keep
 
 local M = {}

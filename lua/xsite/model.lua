@@ -261,6 +261,8 @@ M.EVAL_CACHE_MAX = 1024
 -- explicit cache that started over go) and node count, all of one
 -- configuration and link (`eval_cfg`, `eval_link`: a new configuration or
 -- link state brings new profile and link tables, and they start over).
+-- The evaluations of a profile the collector took stay counted until the
+-- memory starts over: the count errs towards keeping fewer, never more.
 local WEAK_KEYS = { __mode = "k" }
 local eval_cache, eval_count = setmetatable({}, WEAK_KEYS), keep.new()
 local eval_cfg, eval_link
