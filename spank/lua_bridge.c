@@ -478,6 +478,39 @@ int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *r, char
 	return take_record(x, "step_end", record, log);
 }
 
+int xsite_lua_first_node(struct xsite_lua *x, const char *nodes, const char *node, int *first)
+{
+	struct field req[] = { { "nodes", nodes }, { "node", node } };
+	char *answer = NULL;
+	int rc;
+
+	*first = 0;
+	if (request(x, "first_node", req, sizeof(req) / sizeof(req[0])) < 0)
+		return -1;
+	rc = take(x, "first", &answer);
+	lua_pop(x->L, 1);
+	if (rc == 0 && answer == NULL) {
+		set_error(x, XSITE_LUA_INTERNAL, "first_node: the answer has no 'first'");
+		rc = -1;
+	}
+	if (rc == 0)
+		*first = strcmp(answer, "1") == 0;
+	free(answer);
+	return rc;
+}
+
+int xsite_lua_slurm_nodes(struct xsite_lua *x, const char *existing, const char *job, const char *nodes,
+			  char **record, char **log)
+{
+	struct field req[] = { { "existing", existing }, { "job", job }, { "nodes", nodes } };
+
+	*record = NULL;
+	*log = NULL;
+	if (request(x, "slurm_nodes", req, sizeof(req) / sizeof(req[0])) < 0)
+		return -1;
+	return take_record(x, "slurm_nodes", record, log);
+}
+
 void xsite_task_env_free(struct xsite_task_env *env)
 {
 	free(env->site);

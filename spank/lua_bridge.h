@@ -116,6 +116,18 @@ int xsite_lua_step_start(struct xsite_lua *x, const struct xsite_step_start *req
  */
 int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *req, char **record, char **log);
 
+/*
+ * Whether node is the first of the node list nodes (*first: 1 or 0): the
+ * node of a job's component that adds Slurm's list to the record.
+ */
+int xsite_lua_first_node(struct xsite_lua *x, const char *nodes, const char *node, int *first);
+/*
+ * The job's record (existing, JSON) with Slurm's node list of one of its
+ * components (job: its job id), and what to log (NULL for nothing); the
+ * caller frees both.
+ */
+int xsite_lua_slurm_nodes(struct xsite_lua *x, const char *existing, const char *job, const char *nodes,
+			  char **record, char **log);
 /* The message and the code of the last failure. */
 const char *xsite_lua_error(struct xsite_lua *x);
 

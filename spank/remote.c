@@ -32,7 +32,9 @@
  * (init_post_opt and exit run before and after the tasks); the step runs as
  * ever.  Once the job has ended, slurmd's epilog (job_epilog, as root, every
  * node of the job) takes the job's mpi/ back from the user and prunes
- * ReportDir (ReportRetention).
+ * ReportDir (ReportRetention); on the first node of the job's node list
+ * (of a heterogeneous job's component's) it adds that list, slurmd's and
+ * not the job's, to the record (slurm_nodes()).
  *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
@@ -418,6 +420,44 @@ out:
 	report_clear();
 }
 
+/*
+ * Slurm's node list of the job (of a heterogeneous job's component) into the
+ * job's record (its leader's), on the list's first node.  The list is the
+ * one slurmd puts in the epilog's environment (SLURM_NODELIST), from
+ * slurmctld's request to end the job: slurmd builds that environment anew,
+ * and what a job adds to it (spank_job_control_setenv) gets the prefix
+ * SPANK_, so none of it is the owner's.
+ */
+static void slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobid, uid_t uid)
+{
+	const char *nodes = getenv("SLURM_NODELIST"), *node = getenv("SLURMD_NODENAME");
+	const char *het = getenv("SLURM_HET_JOB_ID");
+	uint32_t leader = jobid;
+	char *err = NULL;
+	int first = 0, rc;
+
+	if (nodes == NULL || node == NULL) {
+		slurm_info("xsite: report: job %u: slurmd gave the epilog no %s; Slurm's node list not added to "
+			   "the record", jobid, nodes == NULL ? "SLURM_NODELIST" : "SLURMD_NODENAME");
+		return;
+	}
+	if (xsite_lua_first_node(x, nodes, node, &first) < 0) {
+		slurm_error("xsite: report: job %u: %s; Slurm's node list not added to the record", jobid,
+			    xsite_lua_error(x));
+		return;
+	}
+	if (!first)
+		return;
+	if (het != NULL && het[0] != '\0')
+		leader = (uint32_t)strtoul(het, NULL, 10);
+	rc = xsite_report_slurm_nodes(x, dir, leader ? leader : jobid, uid, jobid, nodes, &err);
+	if (rc < 0)
+		slurm_error("xsite: report: job %u: %s", jobid, err);
+	else if (rc > 0)
+		slurm_info("xsite: report: job %u: %s", jobid, err);
+	free(err);
+}
+
 void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
 {
 	struct xsite_lua *x;
@@ -460,6 +500,7 @@ void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
 		slurm_info("xsite: report: job %u: %s", jobid, err);
 	free(err);
 	err = NULL;
+	slurm_nodes(x, dir, jobid, uid);
 	if (xsite_report_prune(dir, retention, time(NULL), &done, &err) < 0)
 		slurm_error("xsite: report: ReportRetention: %s", err);
 	else if (done.files > 0)

@@ -677,6 +677,23 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 }
 
 /* The job's lock file `name` (root's; made if missing), locked within timeout_ms. */
+/* The job's record: NULL when there is none, or with *err when it cannot be read. */
+static char *read_record(int job, char **err)
+{
+	int fd = openat(job, RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	char *text;
+
+	*err = NULL;
+	if (fd < 0) {
+		if (errno != ENOENT)
+			*err = xsite_fmt("%s: %s", RECORD, strerror(errno));
+		return NULL;
+	}
+	text = read_fd(fd, 0, XSITE_MAX_RECORD, RECORD, err);
+	close(fd);
+	return text;
+}
+
 static int lock_job(int job, const char *name, int timeout_ms, char **err)
 {
 	struct stat ls;
@@ -704,11 +721,11 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 			const char *start_json, long max_traffic, char **text, char **err)
 {
 	char finish[32], *traffic = NULL, *note = NULL, *existing = NULL, *log = NULL, *warn = NULL;
-	char *lerr = NULL;
+	char *lerr = NULL, *rerr = NULL;
 	struct xsite_step_end end = { 0 };
 	struct timespec now;
 	gid_t group;
-	int job, lock = -1, fd, rc = -1;
+	int job, lock = -1, rc = -1;
 
 	*text = NULL;
 	*err = NULL;
@@ -724,17 +741,10 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 		*err = xsite_fmt("ReportDir %s: %u/%s", dir, st->jobid, lerr ? lerr : "out of memory");
 		goto out;
 	}
-	fd = openat(job, RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-	if (fd >= 0) {
-		char *rerr = NULL;
-
-		existing = read_fd(fd, 0, XSITE_MAX_RECORD, RECORD, &rerr);
-		close(fd);
-		if (existing == NULL) {
-			slurm_error("xsite: ReportDir %s: %u/%s; replaced", dir, st->jobid,
-				    rerr ? rerr : "out of memory");
-			free(rerr);
-		}
+	existing = read_record(job, &rerr);
+	if (rerr != NULL) {
+		slurm_error("xsite: ReportDir %s: %u/%s; replaced", dir, st->jobid, rerr);
+		free(rerr);
 	}
 	end.start = start_json;
 	end.finish = finish;
@@ -1071,34 +1081,55 @@ static int take_over(int fd)
 	return 0;
 }
 
+/*
+ * The directory of job jobid of uid once the job has ended (job_epilog):
+ * 0 with *job (-1: there is none), ReportDir's stat (*ss), the directory's
+ * (*js) and its stamp (*s); 1 with *err when it is not this job's (left
+ * alone); -1 with *err when ReportDir cannot be used.
+ */
+static int open_ended_job(const char *dir, uint32_t jobid, uid_t uid, struct stat *ss, struct stat *js,
+			  struct stamp *s, int *job, char **err)
+{
+	char name[16];
+	int spool;
+
+	*job = -1;
+	spool = open_spool(dir, ss, err);
+	if (spool < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%u", jobid);
+	*job = open_root_dir(spool, name, ss->st_dev, js);
+	close(spool);
+	if (*job < 0) {
+		if (errno == ENOENT)
+			return 0;
+		*err = xsite_fmt("ReportDir %s: %s/: not a directory of root's on ReportDir's file system; "
+				 "left alone", dir, name);
+		return 1;
+	}
+	if (read_stamp(*job, s) < 0 || s->uid != (unsigned)uid) {
+		*err = xsite_fmt("ReportDir %s: %s/ is not this job's (uid %u); left alone", dir, name,
+				 (unsigned)uid);
+		close(*job);
+		*job = -1;
+		return 1;
+	}
+	return 0;
+}
+
 int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 {
 	char name[16];
 	struct stat ss, js, ms;
 	struct stamp s;
-	int spool, job = -1, mpi = -1, rc = -1;
+	int job = -1, mpi = -1, rc;
 
 	*err = NULL;
-	spool = open_spool(dir, &ss, err);
-	if (spool < 0)
-		return -1;
+	rc = open_ended_job(dir, jobid, uid, &ss, &js, &s, &job, err);
+	if (rc != 0 || job < 0)
+		return rc;
+	rc = -1;
 	snprintf(name, sizeof(name), "%u", jobid);
-	job = open_root_dir(spool, name, ss.st_dev, &js);
-	if (job < 0) {
-		rc = 0;
-		if (errno != ENOENT) {
-			*err = xsite_fmt("ReportDir %s: %s/: not a directory of root's on ReportDir's file "
-					 "system; left alone", dir, name);
-			rc = 1;
-		}
-		goto out;
-	}
-	if (read_stamp(job, &s) < 0 || s.uid != (unsigned)uid) {
-		*err = xsite_fmt("ReportDir %s: %s/ is not this job's (uid %u); left alone", dir, name,
-				 (unsigned)uid);
-		rc = 1;
-		goto out;
-	}
 	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (mpi >= 0) {
 		/* root's again, and no ACL of the user's gives anyone a way in */
@@ -1145,9 +1176,60 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 out:
 	if (mpi >= 0)
 		close(mpi);
-	if (job >= 0)
-		close(job);
-	close(spool);
+	close(job);
+	return rc;
+}
+
+int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobid, uid_t uid,
+			     uint32_t component, const char *nodes, char **err)
+{
+	char id[16], *existing = NULL, *text = NULL, *log = NULL, *lerr = NULL, *warn = NULL;
+	struct stat ss, js;
+	struct stamp s;
+	int job = -1, lock = -1, rc;
+
+	*err = NULL;
+	rc = open_ended_job(dir, jobid, uid, &ss, &js, &s, &job, err);
+	if (rc != 0 || job < 0)
+		return rc;
+	rc = -1;
+	lock = lock_job(job, LOCK, XSITE_LOCK_TIMEOUT_MS, &lerr);
+	if (lock < 0) {
+		*err = xsite_fmt("ReportDir %s: %u/%s", dir, jobid, lerr ? lerr : "out of memory");
+		goto out;
+	}
+	existing = read_record(job, &lerr);
+	if (existing == NULL) {
+		/* no step of the job made a record: nothing to add to */
+		if (lerr != NULL)
+			*err = xsite_fmt("ReportDir %s: %u/%s; Slurm's node list not added", dir, jobid, lerr);
+		rc = lerr != NULL ? -1 : 0;
+		goto out;
+	}
+	snprintf(id, sizeof(id), "%u", component);
+	if (xsite_lua_slurm_nodes(x, existing, id, nodes, &text, &log) < 0) {
+		*err = xsite_printable(xsite_lua_error(x), 1024, XSITE_PRINT_ASCII);
+		goto out;
+	}
+	if (replace_file(job, RECORD, text, ss.st_gid, uid, err, &warn) < 0)
+		goto out;
+	rc = 0;
+	if (log != NULL || warn != NULL) {
+		*err = xsite_fmt("ReportDir %s: %u/%s%s%s", dir, jobid, log ? log : "", log && warn ? "; " : "",
+				 warn ? warn : "");
+		rc = 1;
+	}
+out:
+	if (lock >= 0)
+		close(lock);
+	close(job);
+	free(existing);
+	free(text);
+	free(log);
+	free(lerr);
+	free(warn);
+	if (rc < 0 && *err == NULL)
+		*err = xsite_fmt("ReportDir %s: %u: %s", dir, jobid, strerror(errno));
 	return rc;
 }
 

@@ -112,6 +112,18 @@ enum xsite_wait xsite_child_wait(pid_t pid, int fd, int timeout_ms, char *msg, s
  */
 int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err);
 
+/*
+ * When the job has ended (job_epilog, the first node of the job or of one of
+ * its components): Slurm's node list of component (the job itself, or a
+ * component of heterogeneous job jobid), as slurmd gave it to the epilog,
+ * added to the job's record through xsite.spank.slurm_nodes (under the
+ * record's lock, written whole to a new file and renamed).  Nothing when
+ * there is no record; the directory must be the job's (its stamp).
+ * Returns 0; 1 with *err a message to log; -1 with *err on failure.
+ */
+int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobid, uid_t uid,
+			     uint32_t component, const char *nodes, char **err);
+
 /* What a call of xsite_report_prune did. */
 struct xsite_prune {
 	unsigned scanned;	/* entries of ReportDir looked at */

@@ -42,9 +42,12 @@ local present = json.present
 --- The observations of one profile in a set of records.
 -- @param records array of records (xsite.report)
 -- @param label the profile's label (its name, or an explicit spec)
+-- @param misplaced optional: `misplaced(rec)` gives why a record's
+--   placement is not to be believed (nil when it is): such a record is left
+--   out
 -- @return array of { job, uid, nA, nB, pattern, bytes, messages, f, flows,
 --   predicted_bytes }, and an array of { job, why } left out
-function M.observations(records, label)
+function M.observations(records, label, misplaced)
   local obs, skipped = {}, {}
   for _, rec in ipairs(records) do
     local p = rec.profile
@@ -58,7 +61,10 @@ function M.observations(records, label)
         end
       end
       local nA, nB = rec.nodes.split[1], rec.nodes.split[2]
-      if not rec.spanning then
+      local wrong = misplaced and misplaced(rec)
+      if wrong then
+        skipped[#skipped + 1] = { job = rec.job, why = wrong }
+      elseif not rec.spanning then
         skipped[#skipped + 1] = { job = rec.job, why = "ran at one site" }
       elseif mpi == 0 then
         skipped[#skipped + 1] = { job = rec.job, why = "no MPI traffic record" }

@@ -291,6 +291,21 @@ local function parse_items(list, max)
   return items, total
 end
 
+--- The first name of an expression: its first item, each bracket group at
+-- its first number (`first("alpha[03-04],beta1")` is "alpha03"), from its
+-- ranges, whatever it stands for.
+-- @param list a hostlist expression (at most `MAX_NODELIST` characters)
+-- @return the name, or nil and a message
+function M.first(list)
+  local items, err = parse_items(list, M.MAX_NODELIST)
+  if not items then return nil, err end
+  local out = {}
+  for _, p in ipairs(items[1]) do
+    out[#out + 1] = type(p) == "string" and p or string.format("%0" .. p[1][3] .. "d", p[1][1])
+  end
+  return table.concat(out)
+end
+
 --- The number of names an expression stands for (duplicates counted), from
 -- its ranges: `count("x[000000-999999]")` is 1000000, with no list made.
 -- @return the count, or nil and a message
@@ -648,11 +663,14 @@ end
 -- groups or whose prefix ends in a digit (`r[1,1]n1`: once).
 -- @param list a hostlist expression (SLURM_JOB_NODELIST)
 -- @param cfg a configuration (xsite.config)
+-- @param unique optional: count each name once however often it is named
+--   (as `sites` does: the node lists of a heterogeneous job's components,
+--   which may share nodes)
 -- @return an array of counts in the configuration's site order, the
 --   number of names, and how many of them are at no site; or nil and a
 --   message
-function M.site_counts(list, cfg)
-  local counts, total = site_tally(list, cfg, false, M.MAX_NODELIST)
+function M.site_counts(list, cfg, unique)
+  local counts, total = site_tally(list, cfg, unique, M.MAX_NODELIST)
   if not counts then return nil, total end
   local outside = total
   for _, k in ipairs(counts) do outside = outside - k end

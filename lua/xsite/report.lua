@@ -33,7 +33,16 @@
 --                             "matrix": [[…], …] | null } | null,
 --                    "notes": [ … ] } ],
 --       "steps_dropped": 0,                    -- steps past MAX_STEPS, not kept
+--       "slurm_nodes": { "42": "alpha[1-2],beta[1-2]" },  -- absent until set
 --       "notes": [ … ] }
+--
+-- `nodes`, `spanning` and each step's `nodes` are what the steps read from
+-- their environment (SLURM_JOB_NODELIST, SLURM_STEP_NODELIST), which the
+-- job's owner can set for a step.  `slurm_nodes` is Slurm's word: once the
+-- job has ended, slurmd's epilog (root, an environment slurmd builds)
+-- adds the node list slurmctld gave each of the job's components, by job
+-- id (one for a job, one per component for a heterogeneous job, all in the
+-- leader's record) (`add_slurm_nodes`); `slurm_placement` compares.
 --
 -- Root builds the record from text the job's owner wrote (the traffic
 -- record, in a directory of theirs): that text is read only up to
@@ -77,6 +86,12 @@ M.RECORD_JSON = { max_depth = 16, max_string = 65536 }
 M.RECORD_JSON_LEAN = { max_depth = 16, max_string = 65536, skip = { notes = true } }
 --- The most steps one record keeps (later steps are counted in steps_dropped).
 M.MAX_STEPS = 1000
+--- The most components whose node lists a record keeps (Slurm's
+-- MAX_HET_JOB_COMPONENTS), and the longest list it keeps (the record's
+-- longest string: a longer one is left out, and the record says so).
+M.MAX_SLURM_LISTS = 128
+M.MAX_SLURM_NODES = M.RECORD_JSON.max_string
+
 --- The most numbers of per-rank detail (a traffic matrix and the sites' rank
 -- lists) a step keeps; a step past it keeps its totals only.
 M.MAX_DETAIL = 1048576
@@ -182,6 +197,16 @@ function M.validate(rec)
       for _, k in ipairs({ "t_one", "t_span", "slowdown", "crossing_bytes" }) do
         check(is_num(rec.prediction[k]), "prediction." .. k, "not a number")
       end
+    end
+    if rec.slurm_nodes ~= nil then
+      check(type(rec.slurm_nodes) == "table", "slurm_nodes", "not an object")
+      local n = 0
+      for k, v in pairs(rec.slurm_nodes) do
+        n = n + 1
+        check(type(k) == "string" and k:match("^%d+$") and type(v) == "string", "slurm_nodes",
+          "not job ids to node lists")
+      end
+      check(n <= M.MAX_SLURM_LISTS, "slurm_nodes", "more than " .. M.MAX_SLURM_LISTS .. " lists")
     end
     check(type(rec.steps) == "table", "steps", "not a list")
     for i, s in ipairs(rec.steps) do
@@ -308,12 +333,51 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   return out, log
 end
 
+--- A record with Slurm's node list of one of the job's components, as
+-- slurmd's epilog had it (root, on the component's first node, once the job
+-- has ended).
+-- @param existing the record (text)
+-- @param job the component's job id (the job's own for a job that is not
+--   heterogeneous)
+-- @param nodes its node list (SLURM_NODELIST of the epilog's environment)
+-- @return the record (a table), and a message to log or nil; or nil and a
+--   message when the record cannot be read
+function M.add_slurm_nodes(existing, job, nodes)
+  local rec, err = M.decode(existing or "", M.FILE)
+  if not rec then return nil, err end
+  if type(job) ~= "string" or not job:match("^%d+$") then
+    return nil, "slurm_nodes: '" .. printable(job, 32) .. "' is not a job id"
+  end
+  local list = rec.slurm_nodes or {}
+  rec.slurm_nodes = list
+  if type(nodes) ~= "string" or nodes == "" then
+    return rec, string.format("job %s: slurmd gave the epilog no node list: Slurm's placement not added", job)
+  end
+  if #nodes > M.MAX_SLURM_NODES then
+    return rec, string.format("job %s: Slurm's node list has %d characters, more than the %d a record keeps:"
+      .. " not added", job, #nodes, M.MAX_SLURM_NODES)
+  end
+  if list[job] == nil then
+    local n = 0
+    for _ in pairs(list) do n = n + 1 end
+    if n >= M.MAX_SLURM_LISTS then
+      return rec, string.format("job %s: the record holds %d node lists already: Slurm's placement not added",
+        job, n)
+    end
+  end
+  list[job] = nodes
+  return rec
+end
+
 --- Slurm's placement of the job (its node list, per site) where it is not
 -- the record's.  The record has it from the job's steps, which read
 -- SLURM_JOB_NODELIST from an environment the job's owner can change (an
 -- srun of `SLURM_JOB_NODELIST=a1 srun -w a1` in a job on a1 and b1 makes a
--- record of a job at one site).  A heterogeneous job's steps name all its
--- components' nodes, and Slurm's list is one component's: not compared.
+-- record of a job at one site).  Slurm's word is the record's
+-- `slurm_nodes` (every component's list, each node once: a heterogeneous
+-- job's steps name all its components' nodes), once the job has ended;
+-- before that, or without them, squeue's or sacct's list (`acct`), which
+-- for a heterogeneous job is one component's: not compared.
 -- @param cfg the configuration
 -- @param rec a record
 -- @param acct from `parse_accounting`, its `nodes` and `het` from
@@ -321,8 +385,15 @@ end
 -- @return { total, split, outside }, or nil when they agree or nothing is
 --   known to compare
 function M.slurm_placement(cfg, rec, acct)
-  if not acct or not acct.nodes or acct.het then return nil end
-  local slurm = place(cfg, acct.nodes)
+  local slurm
+  if type(rec.slurm_nodes) == "table" and next(rec.slurm_nodes) ~= nil then
+    local lists = {}
+    for _, v in pairs(rec.slurm_nodes) do lists[#lists + 1] = v end
+    local split, total, outside = hostlist.site_counts(table.concat(lists, ","), cfg, true)
+    if split then slurm = { total = total, split = json.array(split), outside = outside } end
+  elseif acct and acct.nodes and not acct.het then
+    slurm = place(cfg, acct.nodes)
+  end
   local mine = rec.nodes
   if not slurm or (slurm.split[1] == mine.split[1] and slurm.split[2] == mine.split[2]
       and slurm.outside == mine.outside) then

@@ -182,6 +182,26 @@ function handlers.step_end(req)
   return { record = json.encode(rec), log = #log > 0 and table.concat(log, "; ") or nil }
 end
 
+--- Whether this node adds Slurm's node list of its job (or of its
+-- heterogeneous job's component) to the job's record: the list's first node
+-- does, so that one node per component reads and writes the record.
+-- `{ nodes, node }` (SLURM_NODELIST and SLURMD_NODENAME of slurmd's epilog)
+-- -> `{ first = "1" | "0" }`
+function handlers.first_node(req)
+  local first, err = hostlist.first(req.nodes)
+  if not first then return fail("invalid", "SLURM_NODELIST: " .. err) end
+  return { first = first == req.node and "1" or "0" }
+end
+
+--- The job's record with Slurm's node list of one of its components
+-- (xsite.report.add_slurm_nodes).
+-- `{ existing, job, nodes }` -> `{ record, log }` (log absent for nothing)
+function handlers.slurm_nodes(req)
+  local rec, log = report.add_slurm_nodes(req.existing, req.job, req.nodes)
+  if not rec then return fail("invalid", log) end
+  return { record = json.encode(rec), log = log }
+end
+
 --- Answer one request of the plugin: never raises.
 -- @param name the function
 -- @param req the request, a table of named strings

@@ -358,7 +358,7 @@ EOF
 	assert_line --partial 'decision:   none (one-node)'
 }
 
-@test "a step that names other nodes in SLURM_JOB_NODELIST: xsite report gives Slurm's placement and no verdict" {
+@test "a step that names other nodes in SLURM_JOB_NODELIST (a job, a heterogeneous job): xsite report gives Slurm's placement and no verdict" {
 	local job het
 	# the job gets alpha1 and beta1; its one step says the job has alpha1
 	# only, and so does the record the step writes (its name tries to say
@@ -383,9 +383,18 @@ EOF
 	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
 	assert_line --partial "verdict:    none: the record's placement is not the one Slurm gave the job"
 	refute_output --partial 'ran at alpha only'
-	# a heterogeneous job's steps name all its components' nodes, and
-	# Slurm's list (squeue's first line) is one component's: not taken for
-	# such a claim
+	# once the job has ended, slurmd's epilog puts Slurm's list in the
+	# record: xsite report needs neither squeue nor sacct for it (a PATH
+	# without them)
+	run -0 slurm_nodes_of "$job" 1
+	assert_output "{\"$job\":\"alpha1,beta1\"}"
+	run -0 on_head env PATH=/nonexistent XSITE_LUADIR="$XT_LUADIR" "$(command -v lua5.1)" \
+		"$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" report "$job"
+	assert_line --partial 'decision:   unknown (no AdminComment record from accounting or slurmctld)'
+	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
+	# a heterogeneous job: its steps name all its components' nodes, and
+	# squeue's and sacct's first line is one component's (not compared);
+	# slurmd's epilog adds each component's list to the leader's record
 	cat >"$XT_STATE/work/$U/het.sh" <<'EOF'
 #!/bin/bash
 #SBATCH -N1 -w alpha1 --site-affinity=span
@@ -399,10 +408,30 @@ EOF
 	# (squeue shows a line per component: the record's last step is the wait)
 	run -0 report_of "$het" batch
 	run -0 report_of "$het" 0
+	run -0 slurm_nodes_of "$het" 2
+	assert_output "{\"$het\":\"alpha1\",\"$((het + 1))\":\"beta1\"}"
 	run -0 xsite report "$het"
 	assert_line --partial 'placement:  alpha:1 + beta:1 nodes, across the link'
 	refute_output --partial 'Slurm gave'
 	refute_line --partial 'verdict:    none:'
+	# a heterogeneous job whose step says it ran at alpha only
+	cat >"$XT_STATE/work/$U/het-claim.sh" <<'EOF'
+#!/bin/bash
+#SBATCH -N1 -w alpha1 --site-affinity=span
+#SBATCH hetjob
+#SBATCH -N1 -w beta1 --site-affinity=span
+SLURM_JOB_NODELIST=alpha1 SLURM_NODELIST=alpha1 srun --het-group=0 true
+EOF
+	chmod 0755 "$XT_STATE/work/$U/het-claim.sh"
+	het=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- sbatch --parsable het-claim.sh) | tail -n 1)
+	het=${het%%+*}
+	run -0 report_of "$het" batch
+	run -0 slurm_nodes_of "$het" 2
+	run -0 jq -c .nodes.split "$XT_STATE/reports/$het/report.json"
+	assert_output '[1,0]'
+	run -0 xsite report "$het"
+	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
+	assert_line --partial "verdict:    none: the record's placement is not the one Slurm gave the job"
 }
 
 @test "a --comm-profile of 120 000 characters in the job's environment is not parsed by root" {

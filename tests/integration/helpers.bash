@@ -328,6 +328,23 @@ report_of() {
 	return 1
 }
 
+# slurm_nodes_of JOB N: the node lists slurmd's epilog added to the job's
+# record (its slurm_nodes, as JSON, keys sorted) once it holds N of them,
+# within 30 s
+slurm_nodes_of() {
+	local i f=$XT_STATE/reports/$1/report.json n
+	for ((i = 0; i < 300; i++)); do
+		n=$(jq -r '.slurm_nodes // {} | length' "$f" 2>/dev/null) || n=
+		if [[ $n == "$2" ]]; then
+			jq -c -S .slurm_nodes "$f"
+			return 0
+		fi
+		sleep 0.1
+	done
+	printf '%s: %s node lists of Slurm, not %s\n' "$f" "${n:-no}" "$2" >&2
+	return 1
+}
+
 # wait_state ID STATE [REASON]: until the job is in STATE (with REASON, as
 # squeue's %r says it), 30 s at most
 wait_state() {

@@ -42,6 +42,17 @@ describe("xsite.fit", function()
     assert.are.equal("ProfileName=halo Exchange=1500 Steps=55", fit.line("halo", r, 2))
   end)
 
+  it("leaves out the records whose placement is not to be believed", function()
+    local c = cfg()
+    local recs = { job(c, 1, "a1,b1", 3000, 220), job(c, 2, "a[1-2],b[1-2]", 1000, 220) }
+    local obs, skipped = fit.observations(recs, "halo", function(rec)
+      return rec.job == "2" and "not Slurm's" or nil
+    end)
+    assert.are.equal(1, #obs)
+    assert.are.equal("1", obs[1].job)
+    assert.are.same({ { job = "2", why = "not Slurm's" } }, skipped)
+  end)
+
   it("takes the median: one odd job does not move the fit, and shows as a large error", function()
     local c = cfg()
     local recs = { job(c, 1, "a1,b1", 1000, 20), job(c, 2, "a1,b1", 1100, 22), job(c, 3, "a1,b1", 90000, 20) }

@@ -265,6 +265,27 @@ describe("xsite.hostlist without expanding", function()
     return table.concat(t, ","), n
   end
 
+  it("gives an expression's first name from its ranges", function()
+    assert.are.equal("a003", hostlist.first("a[003-140],b1"))
+    assert.are.equal("r1n07-ib", hostlist.first("r[1-2]n[07,09]-ib"))
+    assert.are.equal("b1", hostlist.first("b1,a1"))
+    assert.are.equal("x000000", hostlist.first("x[000000-999999]"))
+    assert.is_nil(hostlist.first(""))
+    assert.is_nil(hostlist.first("a[1-"))
+    assert.is_nil(hostlist.first(nil))
+    local ok, err = hostlist.first("a" .. string.rep("1", hostlist.MAX_NODELIST))
+    assert.is_nil(ok)
+    assert.matches("longer than", err)
+  end)
+
+  it("counts a node named in several lists once when asked to", function()
+    assert.are.same({ 3, 1 }, (hostlist.site_counts("a[001-002],b1,a001", cfg)))
+    local counts, total, outside = hostlist.site_counts("a[001-002],b1,a001,zz1", cfg, true)
+    assert.are.same({ 2, 1 }, counts)
+    assert.are.equal(4, total)
+    assert.are.equal(1, outside)
+  end)
+
   it("counts the names of ranges with no list made", function()
     assert.are.equal(1000000, hostlist.count("x[000000-999999]"))
     assert.are.equal(1000000 * 16, hostlist.count("x[000000-999999]y[1-16]"))

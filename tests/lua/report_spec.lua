@@ -614,6 +614,65 @@ describe("xsite.report", function()
     assert.matches("verdict:    ran at a only", report.text(rec, { nodes = "a1" }, 1.1))
   end)
 
+  it("adds Slurm's node list of each component, and believes it before squeue's and sacct's", function()
+    local c = cfg()
+    -- the job got a1 and b1; its step said a1
+    local rec = ended(c, { nodes = "a1" })
+    local text = json.encode(rec)
+    local with, log = report.add_slurm_nodes(text, "42", "a1,b1")
+    assert.is_nil(log)
+    assert.are.same({ ["42"] = "a1,b1" }, with.slurm_nodes)
+    with = assert(report.decode(json.encode(with), "x"))
+    local slurm = report.slurm_placement(c, with, nil)
+    assert.are.same({ 1, 1 }, { slurm.split[1], slurm.split[2] })
+    -- Slurm's list in the record wins over squeue's word
+    assert.are.same({ 1, 1 }, report.slurm_placement(c, with, { nodes = "a1" }).split)
+    -- a heterogeneous job: one list per component, in the leader's record, each node once
+    rec = ended(c, { nodes = "a1,b1" })
+    with = report.add_slurm_nodes(json.encode(rec), "42", "a1")
+    assert.are.same({ 1, 0 }, report.slurm_placement(c, with, nil).split)
+    with = report.add_slurm_nodes(json.encode(with), "43", "b1")
+    assert.is_nil(report.slurm_placement(c, with, { nodes = "a1", het = true }))
+    with = report.add_slurm_nodes(json.encode(with), "44", "b1,a1")
+    assert.is_nil(report.slurm_placement(c, with, nil))
+    with = report.add_slurm_nodes(json.encode(with), "45", "b2")
+    assert.are.same({ 1, 2 }, report.slurm_placement(c, with, nil).split)
+    -- again for the same component: the same entry
+    with = report.add_slurm_nodes(json.encode(with), "45", "b2")
+    local n = 0
+    for _ in pairs(with.slurm_nodes) do n = n + 1 end
+    assert.are.equal(4, n)
+  end)
+
+  it("keeps Slurm's node lists bounded, and refuses a record that holds others", function()
+    local c = cfg()
+    local text = json.encode(ended(c, { nodes = "a1" }))
+    local rec, log = report.add_slurm_nodes(text, "42", "")
+    assert.is_nil(next(rec.slurm_nodes))
+    assert.matches("no node list", log)
+    rec, log = report.add_slurm_nodes(text, "42", string.rep("a", report.MAX_SLURM_NODES + 1))
+    assert.is_nil(next(rec.slurm_nodes))
+    assert.matches("more than the 65536 a record keeps", log)
+    local rec2 = ended(c, { nodes = "a1" })
+    rec2.slurm_nodes = {}
+    for i = 1, report.MAX_SLURM_LISTS do rec2.slurm_nodes[tostring(1000 + i)] = "a1" end
+    rec, log = report.add_slurm_nodes(json.encode(rec2), "42", "a1")
+    assert.is_nil(rec.slurm_nodes["42"])
+    assert.matches("holds 128 node lists already", log)
+    assert.is_nil(report.add_slurm_nodes(text, "x42", "a1"))
+    assert.is_nil(report.add_slurm_nodes("{", "42", "a1"))
+    assert.is_nil(report.add_slurm_nodes(nil, "42", "a1"))
+    -- a record's slurm_nodes of another shape does not pass
+    for _, bad in ipairs({ '"a1"', '{"x":"a1"}', '{"42":7}', '[1]' }) do
+      local t = text:gsub('^{', '{"slurm_nodes":' .. bad .. ',')
+      local ok, err = report.decode(t, "r")
+      assert.is_nil(ok, bad)
+      assert.matches("r: slurm_nodes:", err)
+    end
+    rec2.slurm_nodes["42"] = "a1"
+    assert.matches("more than 128 lists", select(2, report.decode(json.encode(rec2), "r")))
+  end)
+
   it("prints the report, its JSON and its picture", function()
     local c = cfg()
     local rec = ended(c, nil, traffic(5000, 10))

@@ -1458,13 +1458,66 @@ static void test_remote(void)
 	   "exit: a failed copy is one escaped log line, and the step goes on");
 	diag("log", log_lines(""));
 
-	/* job_epilog: the job's directory is taken back */
+	/*
+	 * job_epilog: the job's directory is taken back, and the first node
+	 * adds Slurm's node list from slurmd's environment (the process's),
+	 * never the job's (the owner's)
+	 */
 	nlogged = 0;
 	sp.jobid = 140;
+	snprintf(sp.env[4], sizeof(sp.env[4]), "SLURM_NODELIST=alpha1");
+	setenv("SLURM_NODELIST", "alpha1,beta1", 1);
+	setenv("SLURMD_NODENAME", "beta1", 1);
 	xsite_remote_job_epilog(&sp, &cfg);
+	text = slurp(path_of("reports/140/report.json"));
 	ok(stat(path_of("reports/140/mpi"), &st) == 0 && st.st_uid == 0 && (st.st_mode & 0777) == 0700 &&
-	   nlogged == 0, "job_epilog: mpi/ is root's again");
+	   nlogged == 0 && !has(text, "slurm_nodes"),
+	   "job_epilog: mpi/ is root's again; a node that is not the list's first leaves the record alone");
 	diag("log", log_lines(""));
+	free(text);
+	setenv("SLURMD_NODENAME", "alpha1", 1);
+	xsite_remote_job_epilog(&sp, &cfg);
+	text = slurp(path_of("reports/140/report.json"));
+	ok(has(text, "\"slurm_nodes\":{\"140\":\"alpha1,beta1\"}") && nlogged == 0 &&
+	   stat(path_of("reports/140/report.json"), &st) == 0 && st.st_uid == 0 && (st.st_mode & 0777) == 0640,
+	   "job_epilog on the list's first node: Slurm's node list from slurmd's environment in the record");
+	diag("log", log_lines(""));
+	free(text);
+
+	/* a heterogeneous job's component 141 (leader 140): into the leader's record */
+	sp.jobid = 141;
+	setenv("SLURM_HET_JOB_ID", "140", 1);
+	setenv("SLURM_NODELIST", "beta[1-2]", 1);
+	setenv("SLURMD_NODENAME", "beta1", 1);
+	xsite_remote_job_epilog(&sp, &cfg);
+	text = slurp(path_of("reports/140/report.json"));
+	ok(has(text, "\"141\":\"beta[1-2]\"") && has(text, "\"140\":\"alpha1,beta1\"") && nlogged == 0,
+	   "job_epilog of a heterogeneous job's component: its list joins the leader's record");
+	diag("log", log_lines(""));
+	free(text);
+	unsetenv("SLURM_HET_JOB_ID");
+
+	/* a job without a record, a directory of another uid's: nothing written */
+	sp.jobid = 142;
+	setenv("SLURM_NODELIST", "alpha1", 1);
+	setenv("SLURMD_NODENAME", "alpha1", 1);
+	xsite_remote_job_epilog(&sp, &cfg);
+	ok(access(path_of("reports/142"), F_OK) < 0 && nlogged == 0, "job_epilog of a job without a record: "
+	   "nothing made, nothing logged");
+	sp.jobid = 141;
+	setenv("SLURM_HET_JOB_ID", "140", 1);
+	sp.uid = OTHER;
+	nlogged = 0;
+	xsite_remote_job_epilog(&sp, &cfg);
+	sp.uid = OWNER;
+	unsetenv("SLURM_HET_JOB_ID");
+	text = slurp(path_of("reports/140/report.json"));
+	ok(!has(text, "\"141\":\"alpha1\"") && log_count("140/ is not this job's (uid 4243); left alone") == 1,
+	   "job_epilog of another user's job that names this record: left alone");
+	diag("log", log_lines(""));
+	free(text);
+	unsetenv("SLURM_NODELIST");
+	unsetenv("SLURMD_NODENAME");
 }
 
 /* ---- setup ------------------------------------------------------------------ */

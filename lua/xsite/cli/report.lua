@@ -23,7 +23,8 @@ job_submit.lua, from accounting, else from slurmctld), what the model
 predicted for the nodes it got, what was measured (elapsed time, and the
 bytes and messages that crossed the link when libxsite recorded them), and
 a verdict in one line.  Where the nodes the record names are not those
-Slurm gave the job (squeue, else sacct), the report says so and gives no
+Slurm gave the job (from slurmd, which adds them to the record when the job
+ends; before that squeue's, else sacct's), the report says so and gives no
 verdict.  Records are in ReportDir/JOBID/report.json; a user
 can read the records of their own jobs, an administrator all of them.
 
@@ -77,7 +78,11 @@ function M.run(opts, pos, io_, global)
   local rec, derr = report.decode(text, path)
   if not rec then err(io_, "xsite report: %s\n", derr) return 1 end
   local acct = job_accounting(id)
-  if acct then acct.slurm_nodes = report.slurm_placement(cfg, rec, acct) end
+  local slurm_nodes = report.slurm_placement(cfg, rec, acct)
+  if slurm_nodes then
+    acct = acct or {}
+    acct.slurm_nodes = slurm_nodes
+  end
   if acct and acct.start and rec.spanning then
     -- the other spanning jobs that ran meanwhile, as accounting shows them
     local now = os.time()

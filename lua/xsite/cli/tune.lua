@@ -106,7 +106,11 @@ function M.run(opts, _, io_, global)
   end
   local dir = opts["report-dir"] or cfg.policy.report_dir
   local records, bad = read_records(dir, io_)
-  local obs, skipped = fit.observations(records, name)
+  local obs, skipped = fit.observations(records, name, function(rec)
+    local slurm = report.slurm_placement(cfg, rec)
+    return slurm and string.format("its steps named other nodes than Slurm gave it (%d + %d)", slurm.split[1],
+      slurm.split[2]) or nil
+  end)
   local r, ferr = fit.fit(obs)
   if not r then
     err(io_, "xsite tune: profile %s: %s (%d records read in %s, %d of this profile, %d unreadable)\n", name,
