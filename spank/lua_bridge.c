@@ -500,15 +500,27 @@ int xsite_lua_first_node(struct xsite_lua *x, const char *nodes, const char *nod
 }
 
 int xsite_lua_slurm_nodes(struct xsite_lua *x, const char *existing, const char *job, const char *nodes,
-			  char **record, char **log)
+			  char **lists, char **log)
 {
 	struct field req[] = { { "existing", existing }, { "job", job }, { "nodes", nodes } };
+	int rc;
 
-	*record = NULL;
+	*lists = NULL;
 	*log = NULL;
 	if (request(x, "slurm_nodes", req, sizeof(req) / sizeof(req[0])) < 0)
 		return -1;
-	return take_record(x, "slurm_nodes", record, log);
+	rc = take(x, "lists", lists) < 0 || take(x, "log", log) < 0 ? -1 : 0;
+	lua_pop(x->L, 1);
+	if (rc == 0 && *lists == NULL) {
+		set_error(x, XSITE_LUA_INTERNAL, "slurm_nodes: the answer has no lists");
+		rc = -1;
+	}
+	if (rc < 0) {
+		free(*lists);
+		free(*log);
+		*lists = *log = NULL;
+	}
+	return rc;
 }
 
 void xsite_task_env_free(struct xsite_task_env *env)

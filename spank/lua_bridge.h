@@ -122,12 +122,12 @@ int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *req, ch
  */
 int xsite_lua_first_node(struct xsite_lua *x, const char *nodes, const char *node, int *first);
 /*
- * The job's record (existing, JSON) with Slurm's node list of one of its
- * components (job: its job id), and what to log (NULL for nothing); the
- * caller frees both.
+ * Slurm's node lists of a job (existing: xsite.report.SLURM_FILE's text, or
+ * NULL) with one of its components' (job: its job id), as *lists, and what
+ * to log (NULL for nothing); the caller frees both.
  */
 int xsite_lua_slurm_nodes(struct xsite_lua *x, const char *existing, const char *job, const char *nodes,
-			  char **record, char **log);
+			  char **lists, char **log);
 /* The message and the code of the last failure. */
 const char *xsite_lua_error(struct xsite_lua *x);
 

@@ -7,6 +7,9 @@
  *   D/JOBID/              root, group of D, 0750; ACL u:U:r-x
  *   D/JOBID/.job          root, 0600: the identity stamp (uid, made, ended)
  *   D/JOBID/report.json   root, group of D, 0640; ACL u:U:r--  (the record)
+ *   D/JOBID/slurm-nodes.json  the same: Slurm's node list of the job (of
+ *                         each component of a heterogeneous job), from
+ *                         slurmd's epilog once the job has ended
  *   D/JOBID/.lock         root, 0600 (steps ending at once take turns)
  *   D/JOBID/.copy         root, 0600 (their --xsite-report copies take turns)
  *   D/JOBID/mpi/          U, 0700 while the job runs: libxsite writes
@@ -71,6 +74,7 @@
 #include "report.h"
 
 #define RECORD "report.json"
+#define SLURM_NODES "slurm-nodes.json"
 #define MPI_DIR "mpi"
 #define STAMP ".job"
 #define LOCK ".lock"
@@ -677,19 +681,22 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 }
 
 /* The job's lock file `name` (root's; made if missing), locked within timeout_ms. */
-/* The job's record: NULL when there is none, or with *err when it cannot be read. */
-static char *read_record(int job, char **err)
+/*
+ * Root's file name in the job's directory, at most max bytes: NULL when
+ * there is none, or with *err when it cannot be read.
+ */
+static char *read_root_file(int job, const char *name, long max, char **err)
 {
-	int fd = openat(job, RECORD, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = openat(job, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	char *text;
 
 	*err = NULL;
 	if (fd < 0) {
 		if (errno != ENOENT)
-			*err = xsite_fmt("%s: %s", RECORD, strerror(errno));
+			*err = xsite_fmt("%s: %s", name, strerror(errno));
 		return NULL;
 	}
-	text = read_fd(fd, 0, XSITE_MAX_RECORD, RECORD, err);
+	text = read_fd(fd, 0, max, name, err);
 	close(fd);
 	return text;
 }
@@ -741,7 +748,7 @@ int xsite_report_finish(struct xsite_lua *x, const char *dir, const struct xsite
 		*err = xsite_fmt("ReportDir %s: %u/%s", dir, st->jobid, lerr ? lerr : "out of memory");
 		goto out;
 	}
-	existing = read_record(job, &rerr);
+	existing = read_root_file(job, RECORD, XSITE_MAX_RECORD, &rerr);
 	if (rerr != NULL) {
 		slurm_error("xsite: ReportDir %s: %u/%s; replaced", dir, st->jobid, rerr);
 		free(rerr);
@@ -1184,7 +1191,7 @@ int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobi
 			     uint32_t component, const char *nodes, char **err)
 {
 	char id[16], *existing = NULL, *text = NULL, *log = NULL, *lerr = NULL, *warn = NULL;
-	struct stat ss, js;
+	struct stat ss, js, rs;
 	struct stamp s;
 	int job = -1, lock = -1, rc;
 
@@ -1198,20 +1205,24 @@ int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobi
 		*err = xsite_fmt("ReportDir %s: %u/%s", dir, jobid, lerr ? lerr : "out of memory");
 		goto out;
 	}
-	existing = read_record(job, &lerr);
-	if (existing == NULL) {
+	if (fstatat(job, RECORD, &rs, AT_SYMLINK_NOFOLLOW) < 0) {
 		/* no step of the job made a record: nothing to add to */
-		if (lerr != NULL)
-			*err = xsite_fmt("ReportDir %s: %u/%s; Slurm's node list not added", dir, jobid, lerr);
-		rc = lerr != NULL ? -1 : 0;
+		rc = 0;
 		goto out;
+	}
+	existing = read_root_file(job, SLURM_NODES, XSITE_MAX_SLURM_NODES, &lerr);
+	if (lerr != NULL) {
+		/* root's file, written whole: not the user's doing; started anew */
+		slurm_error("xsite: ReportDir %s: %u/%s; replaced", dir, jobid, lerr);
+		free(existing);
+		existing = NULL;
 	}
 	snprintf(id, sizeof(id), "%u", component);
 	if (xsite_lua_slurm_nodes(x, existing, id, nodes, &text, &log) < 0) {
 		*err = xsite_printable(xsite_lua_error(x), 1024, XSITE_PRINT_ASCII);
 		goto out;
 	}
-	if (replace_file(job, RECORD, text, ss.st_gid, uid, err, &warn) < 0)
+	if (replace_file(job, SLURM_NODES, text, ss.st_gid, uid, err, &warn) < 0)
 		goto out;
 	rc = 0;
 	if (log != NULL || warn != NULL) {

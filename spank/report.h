@@ -18,6 +18,8 @@ struct xsite_lua;
 #define XSITE_SPOOL_LOCK_TIMEOUT_MS 10000
 /* The largest report.json root reads back (a record keeps at most 1000 steps). */
 #define XSITE_MAX_RECORD (64L << 20)
+/* The largest slurm-nodes.json root reads back (as xsite.report.MAX_SLURM_FILE). */
+#define XSITE_MAX_SLURM_NODES (9L << 20)
 /* Per call of xsite_report_prune: entries of ReportDir looked at; entries of its trees looked at. */
 #define XSITE_PRUNE_SCAN 256
 #define XSITE_PRUNE_FILES 4096
@@ -116,10 +118,11 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
  * When the job has ended (job_epilog, the first node of the job or of one of
  * its components): Slurm's node list of component (the job itself, or a
  * component of heterogeneous job jobid), as slurmd gave it to the epilog,
- * added to the job's record through xsite.spank.slurm_nodes (under the
- * record's lock, written whole to a new file and renamed).  Nothing when
- * there is no record; the directory must be the job's (its stamp).
- * Returns 0; 1 with *err a message to log; -1 with *err on failure.
+ * added to the job's ReportDir/JOBID/slurm-nodes.json (beside the record,
+ * shared with the owner as the record is) through xsite.spank.slurm_nodes,
+ * under the record's lock, written whole to a new file and renamed.
+ * Nothing when there is no record; the directory must be the job's (its
+ * stamp).  Returns 0; 1 with *err a message to log; -1 with *err on failure.
  */
 int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobid, uid_t uid,
 			     uint32_t component, const char *nodes, char **err);

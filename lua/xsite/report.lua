@@ -33,16 +33,20 @@
 --                             "matrix": [[…], …] | null } | null,
 --                    "notes": [ … ] } ],
 --       "steps_dropped": 0,                    -- steps past MAX_STEPS, not kept
---       "slurm_nodes": { "42": "alpha[1-2],beta[1-2]" },  -- absent until set
 --       "notes": [ … ] }
 --
 -- `nodes`, `spanning` and each step's `nodes` are what the steps read from
 -- their environment (SLURM_JOB_NODELIST, SLURM_STEP_NODELIST), which the
--- job's owner can set for a step.  `slurm_nodes` is Slurm's word: once the
--- job has ended, slurmd's epilog (root, an environment slurmd builds)
--- adds the node list slurmctld gave each of the job's components, by job
--- id (one for a job, one per component for a heterogeneous job, all in the
--- leader's record) (`add_slurm_nodes`); `slurm_placement` compares.
+-- job's owner can set for a step.  Slurm's word is beside the record, in
+-- `ReportDir/JOBID/slurm-nodes.json` (`SLURM_FILE`): once the job has
+-- ended, slurmd's epilog (root, in an environment slurmd builds) adds the
+-- node list slurmctld gave each of the job's components, by job id
+-- (`{ "42": "alpha[1-2],beta[1-2]" }`; one per component of a heterogeneous
+-- job, all beside the leader's record) (`add_slurm_nodes`).  Readers attach
+-- it to the record as `slurm_nodes` (`read_slurm_nodes`), and
+-- `slurm_placement` compares.  (A file of its own: the epilog writes a few
+-- bytes, not the whole record again, and the record stays what the steps
+-- wrote, which their --xsite-report copies are checked against.)
 --
 -- Root builds the record from text the job's owner wrote (the traffic
 -- record, in a directory of theirs): that text is read only up to
@@ -86,11 +90,16 @@ M.RECORD_JSON = { max_depth = 16, max_string = 65536 }
 M.RECORD_JSON_LEAN = { max_depth = 16, max_string = 65536, skip = { notes = true } }
 --- The most steps one record keeps (later steps are counted in steps_dropped).
 M.MAX_STEPS = 1000
---- The most components whose node lists a record keeps (Slurm's
--- MAX_HET_JOB_COMPONENTS), and the longest list it keeps (the record's
--- longest string: a longer one is left out, and the record says so).
+--- Slurm's node lists of a job, beside its record: the file's name, the
+-- most components it keeps (Slurm's MAX_HET_JOB_COMPONENTS), the longest
+-- list it keeps (a longer one is left out, and the slurmd log says so), the
+-- most bytes it may have (as XSITE_MAX_SLURM_NODES of spank/report.h), and
+-- how it is decoded.
+M.SLURM_FILE = "slurm-nodes.json"
 M.MAX_SLURM_LISTS = 128
-M.MAX_SLURM_NODES = M.RECORD_JSON.max_string
+M.MAX_SLURM_NODES = 65536
+M.MAX_SLURM_FILE = 9 * 1048576
+M.SLURM_JSON = { max_depth = 1, max_string = M.MAX_SLURM_NODES }
 
 --- The most numbers of per-rank detail (a traffic matrix and the sites' rank
 -- lists) a step keeps; a step past it keeps its totals only.
@@ -197,16 +206,6 @@ function M.validate(rec)
       for _, k in ipairs({ "t_one", "t_span", "slowdown", "crossing_bytes" }) do
         check(is_num(rec.prediction[k]), "prediction." .. k, "not a number")
       end
-    end
-    if rec.slurm_nodes ~= nil then
-      check(type(rec.slurm_nodes) == "table", "slurm_nodes", "not an object")
-      local n = 0
-      for k, v in pairs(rec.slurm_nodes) do
-        n = n + 1
-        check(type(k) == "string" and k:match("^%d+$") and type(v) == "string", "slurm_nodes",
-          "not job ids to node lists")
-      end
-      check(n <= M.MAX_SLURM_LISTS, "slurm_nodes", "more than " .. M.MAX_SLURM_LISTS .. " lists")
     end
     check(type(rec.steps) == "table", "steps", "not a list")
     for i, s in ipairs(rec.steps) do
@@ -333,49 +332,91 @@ function M.step_end(start, finish, traffic, traffic_note, existing, opts)
   return out, log
 end
 
---- A record with Slurm's node list of one of the job's components, as
--- slurmd's epilog had it (root, on the component's first node, once the job
--- has ended).
--- @param existing the record (text)
+--- Decode Slurm's node lists of a job (`SLURM_FILE`): an object of job ids
+-- to node lists, at most `MAX_SLURM_LISTS` of them.
+-- @param text the file's text
+-- @param source its name, for messages
+-- @return the lists (a table), or nil and "SOURCE: message"
+function M.decode_slurm_nodes(text, source)
+  local t, err = json.decode(text or "", M.SLURM_JSON)
+  if t == nil then return nil, string.format("%s: not JSON (%s)", source, err) end
+  if type(t) ~= "table" or #t > 0 then return nil, source .. ": not an object" end
+  local n = 0
+  for k, v in pairs(t) do
+    n = n + 1
+    if type(k) ~= "string" or not k:match("^%d+$") or type(v) ~= "string" then
+      return nil, source .. ": not job ids to node lists"
+    end
+  end
+  if n > M.MAX_SLURM_LISTS then return nil, string.format("%s: more than %d lists", source, M.MAX_SLURM_LISTS) end
+  return t
+end
+
+--- Slurm's node lists of a job with one more component's, as slurmd's
+-- epilog had it (root, on the component's first node, once the job has
+-- ended).
+-- @param existing the lists so far (`SLURM_FILE`'s text), or nil
 -- @param job the component's job id (the job's own for a job that is not
 --   heterogeneous)
 -- @param nodes its node list (SLURM_NODELIST of the epilog's environment)
--- @return the record (a table), and a message to log or nil; or nil and a
---   message when the record cannot be read
+-- @return the lists (a table), and a message to log or nil; or nil and a
+--   message when the lists so far cannot be read
 function M.add_slurm_nodes(existing, job, nodes)
-  local rec, err = M.decode(existing or "", M.FILE)
-  if not rec then return nil, err end
+  local list = {}
+  if existing then
+    local err
+    list, err = M.decode_slurm_nodes(existing, M.SLURM_FILE)
+    if not list then return nil, err end
+  end
   if type(job) ~= "string" or not job:match("^%d+$") then
     return nil, "slurm_nodes: '" .. printable(job, 32) .. "' is not a job id"
   end
-  local list = rec.slurm_nodes or {}
-  rec.slurm_nodes = list
   if type(nodes) ~= "string" or nodes == "" then
-    return rec, string.format("job %s: slurmd gave the epilog no node list: Slurm's placement not added", job)
+    return list, string.format("job %s: slurmd gave the epilog no node list: Slurm's not kept", job)
   end
   if #nodes > M.MAX_SLURM_NODES then
-    return rec, string.format("job %s: Slurm's node list has %d characters, more than the %d a record keeps:"
-      .. " not added", job, #nodes, M.MAX_SLURM_NODES)
+    return list, string.format("job %s: Slurm's node list has %d characters, more than the %d kept: not kept",
+      job, #nodes, M.MAX_SLURM_NODES)
   end
   if list[job] == nil then
     local n = 0
     for _ in pairs(list) do n = n + 1 end
     if n >= M.MAX_SLURM_LISTS then
-      return rec, string.format("job %s: the record holds %d node lists already: Slurm's placement not added",
-        job, n)
+      return list, string.format("job %s: %d node lists kept already: Slurm's not kept", job, n)
     end
   end
   list[job] = nodes
-  return rec
+  return list
+end
+
+--- Read Slurm's node lists beside a record (`SLURM_FILE` in the job's
+-- directory) into it, as `rec.slurm_nodes`, when the file is there and may
+-- be trusted (xsite.fs.check: a regular file of root's or this user's in a
+-- directory nobody else may write, at most `MAX_SLURM_FILE` bytes).
+-- @param rec the record (changed)
+-- @param dir the job's directory
+-- @return true, or nil and a message (the file is there and not believed)
+function M.read_slurm_nodes(rec, dir)
+  local path = dir .. "/" .. M.SLURM_FILE
+  local text, err, missing = fs.read_trusted(path, { max = M.MAX_SLURM_FILE })
+  if not text then
+    if missing then return true end
+    return nil, err
+  end
+  local lists, derr = M.decode_slurm_nodes(text, path)
+  if not lists then return nil, derr end
+  rec.slurm_nodes = lists
+  return true
 end
 
 --- Slurm's placement of the job (its node list, per site) where it is not
 -- the record's.  The record has it from the job's steps, which read
 -- SLURM_JOB_NODELIST from an environment the job's owner can change (an
 -- srun of `SLURM_JOB_NODELIST=a1 srun -w a1` in a job on a1 and b1 makes a
--- record of a job at one site).  Slurm's word is the record's
--- `slurm_nodes` (every component's list, each node once: a heterogeneous
--- job's steps name all its components' nodes), once the job has ended;
+-- record of a job at one site).  Slurm's word is `rec.slurm_nodes`
+-- (`read_slurm_nodes`: every component's list, each node once: a
+-- heterogeneous job's steps name all its components' nodes), once the job
+-- has ended;
 -- before that, or without them, squeue's or sacct's list (`acct`), which
 -- for a heterogeneous job is one component's: not compared.
 -- @param cfg the configuration

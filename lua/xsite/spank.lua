@@ -193,13 +193,14 @@ function handlers.first_node(req)
   return { first = first == req.node and "1" or "0" }
 end
 
---- The job's record with Slurm's node list of one of its components
--- (xsite.report.add_slurm_nodes).
--- `{ existing, job, nodes }` -> `{ record, log }` (log absent for nothing)
+--- Slurm's node lists of a job with one more component's
+-- (xsite.report.add_slurm_nodes), the text of xsite.report.SLURM_FILE.
+-- `{ existing, job, nodes }` (existing absent: none yet) -> `{ lists, log }`
+-- (log absent for nothing)
 function handlers.slurm_nodes(req)
-  local rec, log = report.add_slurm_nodes(req.existing, req.job, req.nodes)
-  if not rec then return fail("invalid", log) end
-  return { record = json.encode(rec), log = log }
+  local lists, log = report.add_slurm_nodes(given(req.existing), req.job, req.nodes)
+  if not lists then return fail("invalid", log) end
+  return { lists = json.encode(lists) .. "\n", log = log }
 end
 
 --- Answer one request of the plugin: never raises.

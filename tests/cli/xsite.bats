@@ -978,6 +978,27 @@ Site=alpha Free=1*2")
   refute_output --partial ".stale"
 }
 
+@test "tune leaves out a record whose placement is not the one Slurm gave the job" {
+  local dir=$BATS_TEST_TMPDIR/reports job
+  # three jobs that crossed the link at 1+1 nodes, as their steps said;
+  # Slurm (the epilog's slurm-nodes.json) gave job 9 three nodes; job 10's
+  # file is writable by others
+  for job in 8 9 10; do
+    mkdir -p "$dir/$job"
+    printf '{"schema":"xsite-report","version":1,"job":"%s","uid":1001,"sites":["alpha","beta"],"nodes":{"total":2,"split":[1,1],"outside":0},"spanning":true,"link":{"latency":0.001,"bandwidth":1.25e8},"profile":{"label":"solver","pattern":"halo1d"},"prediction":null,"steps":[{"step":"0","mpi":{"ranks":2,"cross_bytes":1000,"cross_messages":20}}]}\n' \
+      "$job" >"$dir/$job/report.json"
+    printf '{"%s":"%s"}\n' "$job" "$([[ $job == 9 ]] && echo 'alpha[1-2],beta1' || echo alpha1,beta1)" \
+      >"$dir/$job/slurm-nodes.json"
+  done
+  chmod 0666 "$dir/10/slurm-nodes.json"
+  run -0 --separate-stderr "$XSITE" --config "$TESTBED" tune --profile solver --report-dir "$dir"
+  assert_line --index 0 "profile solver: 1 job(s) spanned the link with an MPI traffic record (2 records read)"
+  assert_line --regexp '^  job 8 +1\+1 nodes, '
+  assert_line "  job 9        left out: its steps named other nodes than Slurm gave it (2 + 1)"
+  use_stderr
+  assert_output "xsite tune: $dir/10/slurm-nodes.json: writable by group or others (mode 666); not read (left out)"
+}
+
 @test "explain under Mode=advise changes nothing and never rejects for policy" {
   local conf
   conf=$(testbed_with 's/^Mode=enforce$/Mode=advise/')

@@ -153,6 +153,14 @@ setup() {
 	run -1 as "$U2" cat "$XT_STATE/reports/$JOB/report.json"
 	assert_output --partial 'Permission denied'
 	run ! as "$U1" sh -c "echo x >>'$XT_STATE/reports/$JOB/report.json'"
+	# Slurm's node list beside it, from the job's epilog: shared the same way
+	run -0 slurm_nodes_of "$JOB" 1
+	run -0 stat -c '%U %a' "$XT_STATE/reports/$JOB/slurm-nodes.json"
+	assert_output 'root 640'
+	run -0 as "$U1" cat "$XT_STATE/reports/$JOB/slurm-nodes.json"
+	assert_output "{\"$JOB\":\"alpha1,beta1\"}"
+	run -1 as "$U2" cat "$XT_STATE/reports/$JOB/slurm-nodes.json"
+	assert_output --partial 'Permission denied'
 }
 
 @test "--xsite-report puts the user's own copy in the job's working directory" {

@@ -383,13 +383,16 @@ EOF
 	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
 	assert_line --partial "verdict:    none: the record's placement is not the one Slurm gave the job"
 	refute_output --partial 'ran at alpha only'
-	# once the job has ended, slurmd's epilog puts Slurm's list in the
-	# record: xsite report needs neither squeue nor sacct for it (a PATH
-	# without them)
+	# once the job has ended, slurmd's epilog puts Slurm's list beside the
+	# record: xsite report needs no squeue, sacct or scontrol for it (a
+	# PATH without them)
 	run -0 slurm_nodes_of "$job" 1
 	assert_output "{\"$job\":\"alpha1,beta1\"}"
-	run -0 on_head env PATH=/nonexistent XSITE_LUADIR="$XT_LUADIR" "$(command -v lua5.1)" \
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	for cmd in stat id timeout sh; do ln -sf "$(command -v "$cmd")" "$BATS_TEST_TMPDIR/bin/"; done
+	run -0 on_head env PATH="$BATS_TEST_TMPDIR/bin" XSITE_LUADIR="$XT_LUADIR" "$(command -v lua5.1)" \
 		"$XT_STATE/work/xsite" --config "$XT_STATE/etc/xsite.conf" report "$job"
+	refute_output --partial "not believed"
 	assert_line --partial 'decision:   unknown (no AdminComment record from accounting or slurmctld)'
 	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
 	# a heterogeneous job: its steps name all its components' nodes, and

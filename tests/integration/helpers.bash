@@ -328,15 +328,15 @@ report_of() {
 	return 1
 }
 
-# slurm_nodes_of JOB N: the node lists slurmd's epilog added to the job's
-# record (its slurm_nodes, as JSON, keys sorted) once it holds N of them,
+# slurm_nodes_of JOB N: Slurm's node lists slurmd's epilog put beside the
+# job's record (slurm-nodes.json, keys sorted) once it holds N of them,
 # within 30 s
 slurm_nodes_of() {
-	local i f=$XT_STATE/reports/$1/report.json n
+	local i f=$XT_STATE/reports/$1/slurm-nodes.json n
 	for ((i = 0; i < 300; i++)); do
-		n=$(jq -r '.slurm_nodes // {} | length' "$f" 2>/dev/null) || n=
+		n=$(jq -r 'length' "$f" 2>/dev/null) || n=
 		if [[ $n == "$2" ]]; then
-			jq -c -S .slurm_nodes "$f"
+			jq -c -S . "$f"
 			return 0
 		fi
 		sleep 0.1

@@ -614,63 +614,80 @@ describe("xsite.report", function()
     assert.matches("verdict:    ran at a only", report.text(rec, { nodes = "a1" }, 1.1))
   end)
 
-  it("adds Slurm's node list of each component, and believes it before squeue's and sacct's", function()
+  it("keeps Slurm's node list of each component, and believes it before squeue's and sacct's", function()
     local c = cfg()
     -- the job got a1 and b1; its step said a1
     local rec = ended(c, { nodes = "a1" })
-    local text = json.encode(rec)
-    local with, log = report.add_slurm_nodes(text, "42", "a1,b1")
+    local lists, log = report.add_slurm_nodes(nil, "42", "a1,b1")
     assert.is_nil(log)
-    assert.are.same({ ["42"] = "a1,b1" }, with.slurm_nodes)
-    with = assert(report.decode(json.encode(with), "x"))
-    local slurm = report.slurm_placement(c, with, nil)
+    assert.are.same({ ["42"] = "a1,b1" }, lists)
+    rec.slurm_nodes = assert(report.decode_slurm_nodes(json.encode(lists), "x"))
+    local slurm = report.slurm_placement(c, rec, nil)
     assert.are.same({ 1, 1 }, { slurm.split[1], slurm.split[2] })
-    -- Slurm's list in the record wins over squeue's word
-    assert.are.same({ 1, 1 }, report.slurm_placement(c, with, { nodes = "a1" }).split)
-    -- a heterogeneous job: one list per component, in the leader's record, each node once
+    -- Slurm's list wins over squeue's word
+    assert.are.same({ 1, 1 }, report.slurm_placement(c, rec, { nodes = "a1" }).split)
+    -- a heterogeneous job: one list per component, beside the leader's record, each node once
     rec = ended(c, { nodes = "a1,b1" })
-    with = report.add_slurm_nodes(json.encode(rec), "42", "a1")
-    assert.are.same({ 1, 0 }, report.slurm_placement(c, with, nil).split)
-    with = report.add_slurm_nodes(json.encode(with), "43", "b1")
-    assert.is_nil(report.slurm_placement(c, with, { nodes = "a1", het = true }))
-    with = report.add_slurm_nodes(json.encode(with), "44", "b1,a1")
-    assert.is_nil(report.slurm_placement(c, with, nil))
-    with = report.add_slurm_nodes(json.encode(with), "45", "b2")
-    assert.are.same({ 1, 2 }, report.slurm_placement(c, with, nil).split)
+    local function add(job, nodes)
+      rec.slurm_nodes = assert(report.add_slurm_nodes(rec.slurm_nodes and json.encode(rec.slurm_nodes), job, nodes))
+    end
+    add("42", "a1")
+    assert.are.same({ 1, 0 }, report.slurm_placement(c, rec, nil).split)
+    add("43", "b1")
+    assert.is_nil(report.slurm_placement(c, rec, { nodes = "a1", het = true }))
+    add("44", "b1,a1")
+    assert.is_nil(report.slurm_placement(c, rec, nil))
+    add("45", "b2")
+    assert.are.same({ 1, 2 }, report.slurm_placement(c, rec, nil).split)
     -- again for the same component: the same entry
-    with = report.add_slurm_nodes(json.encode(with), "45", "b2")
+    add("45", "b2")
     local n = 0
-    for _ in pairs(with.slurm_nodes) do n = n + 1 end
+    for _ in pairs(rec.slurm_nodes) do n = n + 1 end
     assert.are.equal(4, n)
   end)
 
-  it("keeps Slurm's node lists bounded, and refuses a record that holds others", function()
-    local c = cfg()
-    local text = json.encode(ended(c, { nodes = "a1" }))
-    local rec, log = report.add_slurm_nodes(text, "42", "")
-    assert.is_nil(next(rec.slurm_nodes))
+  it("keeps Slurm's node lists bounded, and refuses a file that holds others", function()
+    local lists, log = report.add_slurm_nodes(nil, "42", "")
+    assert.is_nil(next(lists))
     assert.matches("no node list", log)
-    rec, log = report.add_slurm_nodes(text, "42", string.rep("a", report.MAX_SLURM_NODES + 1))
-    assert.is_nil(next(rec.slurm_nodes))
-    assert.matches("more than the 65536 a record keeps", log)
-    local rec2 = ended(c, { nodes = "a1" })
-    rec2.slurm_nodes = {}
-    for i = 1, report.MAX_SLURM_LISTS do rec2.slurm_nodes[tostring(1000 + i)] = "a1" end
-    rec, log = report.add_slurm_nodes(json.encode(rec2), "42", "a1")
-    assert.is_nil(rec.slurm_nodes["42"])
-    assert.matches("holds 128 node lists already", log)
-    assert.is_nil(report.add_slurm_nodes(text, "x42", "a1"))
-    assert.is_nil(report.add_slurm_nodes("{", "42", "a1"))
-    assert.is_nil(report.add_slurm_nodes(nil, "42", "a1"))
-    -- a record's slurm_nodes of another shape does not pass
-    for _, bad in ipairs({ '"a1"', '{"x":"a1"}', '{"42":7}', '[1]' }) do
-      local t = text:gsub('^{', '{"slurm_nodes":' .. bad .. ',')
-      local ok, err = report.decode(t, "r")
+    lists, log = report.add_slurm_nodes('{"41":"a1"}', "42", string.rep("a", report.MAX_SLURM_NODES + 1))
+    assert.are.same({ ["41"] = "a1" }, lists)
+    assert.matches("more than the 65536 kept", log)
+    local full = {}
+    for i = 1, report.MAX_SLURM_LISTS do full[tostring(1000 + i)] = "a1" end
+    lists, log = report.add_slurm_nodes(json.encode(full), "42", "a1")
+    assert.is_nil(lists["42"])
+    assert.matches("128 node lists kept already", log)
+    assert.is_nil(report.add_slurm_nodes(nil, "x42", "a1"))
+    for _, bad in ipairs({ "{", '"a1"', '{"x":"a1"}', '{"42":7}', '{"42":{"a":"b"}}', "[1]" }) do
+      local ok, err = report.add_slurm_nodes(bad, "42", "a1")
       assert.is_nil(ok, bad)
-      assert.matches("r: slurm_nodes:", err)
+      assert.matches("^slurm%-nodes%.json: ", err)
     end
-    rec2.slurm_nodes["42"] = "a1"
-    assert.matches("more than 128 lists", select(2, report.decode(json.encode(rec2), "r")))
+    full["42"] = "a1"
+    assert.matches("more than 128 lists", select(2, report.decode_slurm_nodes(json.encode(full), "f")))
+  end)
+
+  it("reads Slurm's node lists beside a record only from a file it may trust", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -m 0755 " .. dir))
+    local rec = ended(cfg(), { nodes = "a1" })
+    assert.is_true(report.read_slurm_nodes(rec, dir))
+    assert.is_nil(rec.slurm_nodes)
+    local f = assert(io.open(dir .. "/" .. report.SLURM_FILE, "w"))
+    f:write('{"42":"a1,b1"}\n')
+    f:close()
+    assert(os.execute("chmod 0644 " .. dir .. "/" .. report.SLURM_FILE))
+    assert.is_true(report.read_slurm_nodes(rec, dir))
+    assert.are.same({ ["42"] = "a1,b1" }, rec.slurm_nodes)
+    rec.slurm_nodes = nil
+    assert(os.execute("chmod 0666 " .. dir .. "/" .. report.SLURM_FILE))
+    local ok, err = report.read_slurm_nodes(rec, dir)
+    assert.is_nil(ok)
+    assert.matches("writable by group or others", err)
+    assert.is_nil(rec.slurm_nodes)
+    os.execute("rm -rf " .. dir)
   end)
 
   it("prints the report, its JSON and its picture", function()

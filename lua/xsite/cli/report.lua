@@ -77,6 +77,8 @@ function M.run(opts, pos, io_, global)
   end
   local rec, derr = report.decode(text, path)
   if not rec then err(io_, "xsite report: %s\n", derr) return 1 end
+  local ok, serr = report.read_slurm_nodes(rec, dir .. "/" .. id)
+  if not ok then err(io_, "xsite report: %s (Slurm's node list of the job not believed)\n", serr) end
   local acct = job_accounting(id)
   local slurm_nodes = report.slurm_placement(cfg, rec, acct)
   if slurm_nodes then

@@ -70,6 +70,12 @@ local function read_records(dir, io_)
     end
     local rec, derr
     if text then rec, derr = report.decode(text, path, true) end
+    -- Slurm's node lists beside it (none while the job runs): a file there
+    -- that cannot be believed leaves the record out with it
+    if rec then
+      local ok, serr = report.read_slurm_nodes(rec, path:match("^(.*)/[^/]*$"))
+      if not ok then rec, derr = nil, serr end
+    end
     if rec then
       records[#records + 1] = rec
     else
