@@ -118,7 +118,7 @@ int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *req, ch
 
 /*
  * Whether node is the first of the node list nodes (*first: 1 or 0): the
- * node of a job's component that adds Slurm's list to the record.
+ * node of a job's component that keeps Slurm's list beside the record.
  */
 int xsite_lua_first_node(struct xsite_lua *x, const char *nodes, const char *node, int *first);
 /*

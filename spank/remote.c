@@ -33,8 +33,8 @@
  * ever.  Once the job has ended, slurmd's epilog (job_epilog, as root, every
  * node of the job) takes the job's mpi/ back from the user and prunes
  * ReportDir (ReportRetention); on the first node of the job's node list
- * (of a heterogeneous job's component's) it adds that list, slurmd's and
- * not the job's, to the record (slurm_nodes()).
+ * (of a heterogeneous job's component's) it writes that list, slurmd's and
+ * not the job's, beside the record (slurm_nodes()).
  *
  * Failure mode (decided): nothing in this file makes the step fail.  A broken
  * xsite.conf on the node, a missing Lua library or a job node list that does
@@ -421,8 +421,8 @@ out:
 }
 
 /*
- * Slurm's node list of the job (of a heterogeneous job's component) into the
- * job's record (its leader's), on the list's first node.  The list is the
+ * Slurm's node list of the job (of a heterogeneous job's component) beside
+ * the job's record (its leader's), on the list's first node.  The list is the
  * one slurmd puts in the epilog's environment (SLURM_NODELIST), from
  * slurmctld's request to end the job: slurmd builds that environment anew,
  * and what a job adds to it (spank_job_control_setenv) gets the prefix
@@ -437,12 +437,12 @@ static void slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobid, ui
 	int first = 0, rc;
 
 	if (nodes == NULL || node == NULL) {
-		slurm_info("xsite: report: job %u: slurmd gave the epilog no %s; Slurm's node list not added to "
-			   "the record", jobid, nodes == NULL ? "SLURM_NODELIST" : "SLURMD_NODENAME");
+		slurm_info("xsite: report: job %u: slurmd gave the epilog no %s; Slurm's node list not kept "
+			   "beside the record", jobid, nodes == NULL ? "SLURM_NODELIST" : "SLURMD_NODENAME");
 		return;
 	}
 	if (xsite_lua_first_node(x, nodes, node, &first) < 0) {
-		slurm_error("xsite: report: job %u: %s; Slurm's node list not added to the record", jobid,
+		slurm_error("xsite: report: job %u: %s; Slurm's node list not kept beside the record", jobid,
 			    xsite_lua_error(x));
 		return;
 	}

@@ -680,7 +680,6 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 	return text;
 }
 
-/* The job's lock file `name` (root's; made if missing), locked within timeout_ms. */
 /*
  * Root's file name in the job's directory, at most max bytes: NULL when
  * there is none, or with *err when it cannot be read.
@@ -701,6 +700,7 @@ static char *read_root_file(int job, const char *name, long max, char **err)
 	return text;
 }
 
+/* The job's lock file `name` (root's; made if missing), locked within timeout_ms. */
 static int lock_job(int job, const char *name, int timeout_ms, char **err)
 {
 	struct stat ls;

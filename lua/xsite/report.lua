@@ -416,9 +416,8 @@ end
 -- record of a job at one site).  Slurm's word is `rec.slurm_nodes`
 -- (`read_slurm_nodes`: every component's list, each node once: a
 -- heterogeneous job's steps name all its components' nodes), once the job
--- has ended;
--- before that, or without them, squeue's or sacct's list (`acct`), which
--- for a heterogeneous job is one component's: not compared.
+-- has ended; before that, or without them, squeue's or sacct's list
+-- (`acct`), which for a heterogeneous job is one component's: not compared.
 -- @param cfg the configuration
 -- @param rec a record
 -- @param acct from `parse_accounting`, its `nodes` and `het` from

@@ -182,9 +182,9 @@ function handlers.step_end(req)
   return { record = json.encode(rec), log = #log > 0 and table.concat(log, "; ") or nil }
 end
 
---- Whether this node adds Slurm's node list of its job (or of its
--- heterogeneous job's component) to the job's record: the list's first node
--- does, so that one node per component reads and writes the record.
+--- Whether this node keeps Slurm's node list of its job (or of its
+-- heterogeneous job's component) beside the job's record: the list's first
+-- node does, so that one node per component reads and writes the file.
 -- `{ nodes, node }` (SLURM_NODELIST and SLURMD_NODENAME of slurmd's epilog)
 -- -> `{ first = "1" | "0" }`
 function handlers.first_node(req)

@@ -23,7 +23,7 @@ job_submit.lua, from accounting, else from slurmctld), what the model
 predicted for the nodes it got, what was measured (elapsed time, and the
 bytes and messages that crossed the link when libxsite recorded them), and
 a verdict in one line.  Where the nodes the record names are not those
-Slurm gave the job (from slurmd, which adds them to the record when the job
+Slurm gave the job (slurmd's list, kept beside the record when the job
 ends; before that squeue's, else sacct's), the report says so and gives no
 verdict.  Records are in ReportDir/JOBID/report.json; a user
 can read the records of their own jobs, an administrator all of them.
