@@ -1098,7 +1098,7 @@ static int open_ended_job(const char *dir, uint32_t jobid, uid_t uid, struct sta
 			  struct stamp *s, int *job, char **err)
 {
 	char name[16];
-	int spool;
+	int spool, e;
 
 	*job = -1;
 	spool = open_spool(dir, ss, err);
@@ -1106,9 +1106,10 @@ static int open_ended_job(const char *dir, uint32_t jobid, uid_t uid, struct sta
 		return -1;
 	snprintf(name, sizeof(name), "%u", jobid);
 	*job = open_root_dir(spool, name, ss->st_dev, js);
+	e = errno;
 	close(spool);
 	if (*job < 0) {
-		if (errno == ENOENT)
+		if (e == ENOENT)
 			return 0;
 		*err = xsite_fmt("ReportDir %s: %s/: not a directory of root's on ReportDir's file system; "
 				 "left alone", dir, name);
