@@ -397,7 +397,7 @@ EOF
 	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
 	# a heterogeneous job: its steps name all its components' nodes, and
 	# squeue's and sacct's first line is one component's (not compared);
-	# slurmd's epilog adds each component's list to the leader's record
+	# slurmd's epilog puts each component's list beside the leader's record
 	cat >"$XT_STATE/work/$U/het.sh" <<'EOF'
 #!/bin/bash
 #SBATCH -N1 -w alpha1 --site-affinity=span
@@ -412,7 +412,7 @@ EOF
 	run -0 report_of "$het" batch
 	run -0 report_of "$het" 0
 	run -0 slurm_nodes_of "$het" 2
-	assert_output "{\"$het\":\"alpha1\",\"$((het + 1))\":\"beta1\"}"
+	assert_output "$(jq -c -S -n --arg a "$het" --arg b $((het + 1)) '{($a): "alpha1", ($b): "beta1"}')"
 	run -0 xsite report "$het"
 	assert_line --partial 'placement:  alpha:1 + beta:1 nodes, across the link'
 	refute_output --partial 'Slurm gave'
