@@ -426,22 +426,22 @@ void xsite_report_settings_free(struct xsite_report_settings *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* The answer's field "record" (required) and, when log is not NULL, "log". */
-static int take_record(struct xsite_lua *x, const char *fn, char **record, char **log)
+/* The answer's field key (required) and, when log is not NULL, "log". */
+static int take_text(struct xsite_lua *x, const char *fn, const char *key, char **text, char **log)
 {
 	int rc = -1;
 
-	if (take(x, "record", record) == 0 && (log == NULL || take(x, "log", log) == 0)) {
+	if (take(x, key, text) == 0 && (log == NULL || take(x, "log", log) == 0)) {
 		rc = 0;
-		if (*record == NULL) {
-			set_error(x, XSITE_LUA_INTERNAL, "%s: the answer has no record", fn);
+		if (*text == NULL) {
+			set_error(x, XSITE_LUA_INTERNAL, "%s: the answer has no %s", fn, key);
 			rc = -1;
 		}
 	}
 	lua_pop(x->L, 1);
 	if (rc < 0) {
-		free(*record);
-		*record = NULL;
+		free(*text);
+		*text = NULL;
 		if (log != NULL) {
 			free(*log);
 			*log = NULL;
@@ -461,7 +461,7 @@ int xsite_lua_step_start(struct xsite_lua *x, const struct xsite_step_start *r, 
 	*record = NULL;
 	if (configured(x) < 0 || request(x, "step_start", req, sizeof(req) / sizeof(req[0])) < 0)
 		return -1;
-	return take_record(x, "step_start", record, NULL);
+	return take_text(x, "step_start", "record", record, NULL);
 }
 
 int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *r, char **record, char **log)
@@ -475,7 +475,7 @@ int xsite_lua_step_end(struct xsite_lua *x, const struct xsite_step_end *r, char
 	*log = NULL;
 	if (configured(x) < 0 || request(x, "step_end", req, sizeof(req) / sizeof(req[0])) < 0)
 		return -1;
-	return take_record(x, "step_end", record, log);
+	return take_text(x, "step_end", "record", record, log);
 }
 
 int xsite_lua_first_node(struct xsite_lua *x, const char *nodes, const char *node, int *first)
@@ -503,24 +503,12 @@ int xsite_lua_slurm_nodes(struct xsite_lua *x, const char *existing, const char 
 			  char **lists, char **log)
 {
 	struct field req[] = { { "existing", existing }, { "job", job }, { "nodes", nodes } };
-	int rc;
 
 	*lists = NULL;
 	*log = NULL;
 	if (request(x, "slurm_nodes", req, sizeof(req) / sizeof(req[0])) < 0)
 		return -1;
-	rc = take(x, "lists", lists) < 0 || take(x, "log", log) < 0 ? -1 : 0;
-	lua_pop(x->L, 1);
-	if (rc == 0 && *lists == NULL) {
-		set_error(x, XSITE_LUA_INTERNAL, "slurm_nodes: the answer has no lists");
-		rc = -1;
-	}
-	if (rc < 0) {
-		free(*lists);
-		free(*log);
-		*lists = *log = NULL;
-	}
-	return rc;
+	return take_text(x, "slurm_nodes", "lists", lists, log);
 }
 
 void xsite_task_env_free(struct xsite_task_env *env)

@@ -1212,12 +1212,8 @@ int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobi
 		goto out;
 	}
 	existing = read_root_file(job, SLURM_NODES, XSITE_MAX_SLURM_NODES, &lerr);
-	if (lerr != NULL) {
-		/* root's file, written whole: not the user's doing; started anew */
+	if (lerr != NULL)	/* root's file, written whole: not the user's doing; started anew */
 		slurm_error("xsite: ReportDir %s: %u/%s; replaced", dir, jobid, lerr);
-		free(existing);
-		existing = NULL;
-	}
 	snprintf(id, sizeof(id), "%u", component);
 	if (xsite_lua_slurm_nodes(x, existing, id, nodes, &text, &log) < 0) {
 		*err = xsite_printable(xsite_lua_error(x), 1024, XSITE_PRINT_ASCII);

@@ -114,10 +114,11 @@ local printable = safe.printable
 local whole = safe.whole
 
 -- Nodes of a host list per site of the configuration (the list is never
--- expanded: it comes from the step's environment).
+-- expanded: it comes from the step's environment); with `unique`, a node
+-- named twice counts once (xsite.hostlist.site_counts).
 -- @return { total, split = { nA, nB }, outside }, or nil and a message
-local function place(cfg, nodelist)
-  local split, total, outside = hostlist.site_counts(nodelist, cfg)
+local function place(cfg, nodelist, unique)
+  local split, total, outside = hostlist.site_counts(nodelist, cfg, unique)
   if not split then return nil, total end
   return { total = total, split = json.array(split), outside = outside }
 end
@@ -429,8 +430,7 @@ function M.slurm_placement(cfg, rec, acct)
   if type(rec.slurm_nodes) == "table" and next(rec.slurm_nodes) ~= nil then
     local lists = {}
     for _, v in pairs(rec.slurm_nodes) do lists[#lists + 1] = v end
-    local split, total, outside = hostlist.site_counts(table.concat(lists, ","), cfg, true)
-    if split then slurm = { total = total, split = json.array(split), outside = outside } end
+    slurm = place(cfg, table.concat(lists, ","), true)
   elseif acct and acct.nodes and not acct.het then
     slurm = place(cfg, acct.nodes)
   end
