@@ -1192,7 +1192,7 @@ int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobi
 			     uint32_t component, const char *nodes, char **err)
 {
 	char id[16], *existing = NULL, *text = NULL, *log = NULL, *lerr = NULL, *warn = NULL;
-	struct stat ss, js, rs;
+	struct stat ss, js;
 	struct stamp s;
 	int job = -1, lock = -1, rc;
 
@@ -1201,14 +1201,15 @@ int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobi
 	if (rc != 0 || job < 0)
 		return rc;
 	rc = -1;
-	lock = lock_job(job, LOCK, XSITE_LOCK_TIMEOUT_MS, &lerr);
+	/*
+	 * With or without a record: a step on another node may still be
+	 * writing it (its tasks ignore the end of the job until KillWait), and
+	 * a record that came later than this would never have Slurm's list
+	 */
+	lock = lock_job(job, LOCK, XSITE_EPILOG_LOCK_TIMEOUT_MS, &lerr);
 	if (lock < 0) {
-		*err = xsite_fmt("ReportDir %s: %u/%s", dir, jobid, lerr ? lerr : "out of memory");
-		goto out;
-	}
-	if (fstatat(job, RECORD, &rs, AT_SYMLINK_NOFOLLOW) < 0) {
-		/* no step of the job made a record: nothing to add to */
-		rc = 0;
+		*err = xsite_fmt("ReportDir %s: %u/%s; Slurm's node list not kept (xsite tune leaves the record out)",
+				 dir, jobid, lerr ? lerr : "out of memory");
 		goto out;
 	}
 	existing = read_root_file(job, SLURM_NODES, XSITE_MAX_SLURM_NODES, &lerr);

@@ -16,6 +16,12 @@ struct xsite_lua;
 #define XSITE_LOCK_TIMEOUT_MS 60000
 /* How long a step waits for ReportDir's lock (held while a job directory is made). */
 #define XSITE_SPOOL_LOCK_TIMEOUT_MS 10000
+/*
+ * How long the epilog waits for a job's record lock (steps ending on other
+ * nodes hold it): well under any PrologEpilogTimeout, past which slurmd
+ * kills the epilog and drains the node.
+ */
+#define XSITE_EPILOG_LOCK_TIMEOUT_MS 10000
 /* The largest report.json root reads back (a record keeps at most 1000 steps). */
 #define XSITE_MAX_RECORD (64L << 20)
 /* The largest slurm-nodes.json root reads back (as xsite.report.MAX_SLURM_FILE). */
@@ -120,8 +126,9 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
  * component of heterogeneous job jobid), as slurmd gave it to the epilog,
  * added to the job's ReportDir/JOBID/slurm-nodes.json (beside the record,
  * shared with the owner as the record is) through xsite.spank.slurm_nodes,
- * under the record's lock, written whole to a new file and renamed.
- * Nothing when there is no record; the directory must be the job's (its
+ * under the record's lock (waited for at most XSITE_EPILOG_LOCK_TIMEOUT_MS),
+ * written whole to a new file and renamed; with or without a record yet.
+ * Nothing when no step made the directory; it must be the job's (its
  * stamp).  Returns 0; 1 with *err a message to log; -1 with *err on failure.
  */
 int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobid, uid_t uid,

@@ -354,37 +354,53 @@ function M.decode_slurm_nodes(text, source)
 end
 
 --- Slurm's node lists of a job with one more component's, as slurmd's
--- epilog had it (root, on the component's first node, once the job has
--- ended).
+-- epilog had it (root, on the first node of the list it was given).  A
+-- component's list that is there already is joined with the new one, not
+-- replaced: slurmd runs the epilog also on the nodes a running job gives
+-- up (`scontrol update JobId=J NodeList=...`: the list is those nodes
+-- only), and the job then ends on the rest.  Readers count each node once.
 -- @param existing the lists so far (`SLURM_FILE`'s text), or nil
 -- @param job the component's job id (the job's own for a job that is not
 --   heterogeneous)
 -- @param nodes its node list (SLURM_NODELIST of the epilog's environment)
--- @return the lists (a table), and a message to log or nil; or nil and a
---   message when the lists so far cannot be read
+-- @return the lists (a table), and a message to log or nil (lists so far
+--   that cannot be read, root's own file, are started anew, and said so);
+--   or nil and a message for a job id that is not one
 function M.add_slurm_nodes(existing, job, nodes)
+  if type(job) ~= "string" or not job:match("^%d+$") then
+    return nil, "slurm_nodes: '" .. printable(job, 32) .. "' is not a job id"
+  end
   local list = {}
   if existing then
     local err
     list, err = M.decode_slurm_nodes(existing, M.SLURM_FILE)
-    if not list then return nil, err end
-  end
-  if type(job) ~= "string" or not job:match("^%d+$") then
-    return nil, "slurm_nodes: '" .. printable(job, 32) .. "' is not a job id"
+    if not list then
+      local lists, log = M.add_slurm_nodes(nil, job, nodes)
+      return lists, err .. ": started anew" .. (log and "; " .. log or "")
+    end
   end
   if type(nodes) ~= "string" or nodes == "" then
-    return list, string.format("job %s: slurmd gave the epilog no node list: Slurm's not kept", job)
+    return list, string.format("%s: slurmd gave the epilog no node list of job %s: not kept", M.SLURM_FILE, job)
   end
   if #nodes > M.MAX_SLURM_NODES then
-    return list, string.format("job %s: Slurm's node list has %d characters, more than the %d kept: not kept",
-      job, #nodes, M.MAX_SLURM_NODES)
+    return list, string.format("%s: job %s: Slurm's node list has %d characters, more than the %d kept: not kept",
+      M.SLURM_FILE, job, #nodes, M.MAX_SLURM_NODES)
   end
-  if list[job] == nil then
+  local had = list[job]
+  if had == nil then
     local n = 0
     for _ in pairs(list) do n = n + 1 end
     if n >= M.MAX_SLURM_LISTS then
-      return list, string.format("job %s: %d node lists kept already: Slurm's not kept", job, n)
+      return list, string.format("%s: %d node lists kept already: job %s's not kept", M.SLURM_FILE, n, job)
     end
+  elseif had == nodes or had:sub(1, #nodes + 1) == nodes .. "," or had:sub(-#nodes - 1) == "," .. nodes
+      or had:find("," .. nodes .. ",", 1, true) then
+    return list
+  elseif #had + 1 + #nodes > M.MAX_SLURM_NODES then
+    return list, string.format("%s: job %s: its node lists would have more than %d characters: %s not added",
+      M.SLURM_FILE, job, M.MAX_SLURM_NODES, printable(nodes, 60))
+  else
+    nodes = had .. "," .. nodes
   end
   list[job] = nodes
   return list
@@ -424,13 +440,15 @@ end
 -- @param acct from `parse_accounting`, its `nodes` and `het` from
 --   `parse_squeue` while slurmctld holds the job; or nil
 -- @return { total, split, outside }, or nil when they agree or nothing is
---   known to compare
+--   known to compare; or nil and a message when Slurm's lists cannot be
+--   counted (not to be taken as agreeing)
 function M.slurm_placement(cfg, rec, acct)
-  local slurm
+  local slurm, err
   if type(rec.slurm_nodes) == "table" and next(rec.slurm_nodes) ~= nil then
     local lists = {}
     for _, v in pairs(rec.slurm_nodes) do lists[#lists + 1] = v end
-    slurm = place(cfg, table.concat(lists, ","), true)
+    slurm, err = place(cfg, table.concat(lists, ","), true)
+    if not slurm then return nil, "Slurm's node lists of the job cannot be counted: " .. err end
   elseif acct and acct.nodes and not acct.het then
     slurm = place(cfg, acct.nodes)
   end

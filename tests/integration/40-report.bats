@@ -337,6 +337,8 @@ decision_of_solver() {
 @test "xsite tune fits the profile to the record, and with --apply the next decision uses it" {
 	local bytes rec
 	report_of "$JOB" batch >/dev/null
+	# tune takes a placement from Slurm's node list only, which the epilog keeps
+	slurm_nodes_of "$JOB" 1 >/dev/null
 	rec=$(report_of "$JOB" 0)
 	bytes=$(field "$(step_of "$rec" 0)" .mpi.cross_bytes)
 	# as configured, 100 GB and 100000 steps across a 1 ms link: pinned

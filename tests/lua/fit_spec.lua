@@ -142,6 +142,12 @@ describe("xsite tune --apply", function()
       local r = assert(io.open(dir .. "/reports/" .. j[1] .. "/report.json", "w"))
       r:write(json.encode(job(c, j[1], "a1,b1", 1000, 20, nil, j[2])))
       r:close()
+      -- Slurm's node list, as the epilog keeps it (j[3] false: none)
+      if j[3] ~= false then
+        r = assert(io.open(dir .. "/reports/" .. j[1] .. "/slurm-nodes.json", "w"))
+        r:write(string.format('{"%s":"%s"}\n', j[1], j[3] or "a1,b1"))
+        r:close()
+      end
     end
     local o, e = buffer(), buffer()
     local rc = require("xsite.cli").main({ "--config", conf, "tune", "--profile", "halo", ... },
@@ -172,6 +178,17 @@ describe("xsite tune --apply", function()
     assert.are.equal(0, (tune({ { 1, "1001" }, { 2, "1002" } }, "--apply")))
     sh("rm -rf " .. dir .. "/reports")
     assert.are.equal(0, (tune({ { 3, "0" } }, "--apply")))
+  end)
+
+  it("takes a placement from Slurm's node lists only: a record without them, or with other nodes, is left out",
+      function()
+    local rc, out = tune({ { 1, "1001" }, { 2, "1002", false }, { 3, "1003", "a[1-2],b1" }, { 4, "1004", "a[1-" } })
+    assert.are.equal(0, rc)
+    assert.matches("\n  job 1 +1%+1 nodes, ", out)
+    assert.matches("\n  job 2 +left out: no node list of Slurm's beside it %(the job runs still, or its first"
+      .. " node's epilog wrote none%)\n", out)
+    assert.matches("\n  job 3 +left out: its steps named other nodes than Slurm gave it %(2 %+ 1%)\n", out)
+    assert.matches("\n  job 4 +left out: Slurm's node lists of the job cannot be counted: ", out)
   end)
 
   it("names a bad --min-users", function()

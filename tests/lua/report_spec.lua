@@ -646,6 +646,39 @@ describe("xsite.report", function()
     assert.are.equal(4, n)
   end)
 
+  it("joins a component's lists (the nodes a running job gave up, then the rest), each list once", function()
+    local c = cfg()
+    local lists = assert(report.add_slurm_nodes(nil, "42", "b1"))
+    lists = assert(report.add_slurm_nodes(json.encode(lists), "42", "a1"))
+    assert.are.same({ ["42"] = "b1,a1" }, lists)
+    for _, again in ipairs({ "b1", "a1", "b1,a1" }) do
+      local same, log = report.add_slurm_nodes(json.encode(lists), "42", again)
+      assert.is_nil(log)
+      assert.are.same({ ["42"] = "b1,a1" }, same)
+    end
+    lists = assert(report.add_slurm_nodes(json.encode(lists), "42", "a[1-2]"))
+    assert.are.same({ ["42"] = "b1,a1,a[1-2]" }, lists)
+    -- each node once: a1 and a2 at a, b1 at b
+    local rec = ended(c, { nodes = "a1,b1" })
+    rec.slurm_nodes = lists
+    assert.are.same({ 2, 1 }, report.slurm_placement(c, rec, nil).split)
+    -- bounded: a list that would make the component's too long is not added
+    local long = string.rep("a", report.MAX_SLURM_NODES - 10)
+    lists = assert(report.add_slurm_nodes(nil, "42", long))
+    local kept, log = report.add_slurm_nodes(json.encode(lists), "42", "b1,b2,b3,b4")
+    assert.are.equal(long, kept["42"])
+    assert.matches("would have more than 65536 characters: b1,b2,b3,b4 not added", log, 1, true)
+  end)
+
+  it("takes Slurm's lists that cannot be counted for a placement it cannot compare, not for agreement", function()
+    local c = cfg()
+    local rec = ended(c, { nodes = "a1,b1" })
+    rec.slurm_nodes = { ["42"] = "a[1-2" }
+    local slurm, err = report.slurm_placement(c, rec, nil)
+    assert.is_nil(slurm)
+    assert.matches("^Slurm's node lists of the job cannot be counted: ", err)
+  end)
+
   it("keeps Slurm's node lists bounded, and refuses a file that holds others", function()
     local lists, log = report.add_slurm_nodes(nil, "42", "")
     assert.is_nil(next(lists))
@@ -659,11 +692,16 @@ describe("xsite.report", function()
     assert.is_nil(lists["42"])
     assert.matches("128 node lists kept already", log)
     assert.is_nil(report.add_slurm_nodes(nil, "x42", "a1"))
+    -- lists so far that do not decode (root's own file): started anew, said so
     for _, bad in ipairs({ "{", '"a1"', '{"x":"a1"}', '{"42":7}', '{"42":{"a":"b"}}', "[1]" }) do
-      local ok, err = report.add_slurm_nodes(bad, "42", "a1")
-      assert.is_nil(ok, bad)
-      assert.matches("^slurm%-nodes%.json: ", err)
+      local anew, err = report.add_slurm_nodes(bad, "42", "a1")
+      assert.are.same({ ["42"] = "a1" }, anew, bad)
+      assert.matches("^slurm%-nodes%.json: .*: started anew$", err)
     end
+    local anew, err = report.add_slurm_nodes("{", "42", "")
+    assert.is_nil(next(anew))
+    assert.matches("started anew; slurm-nodes.json: slurmd gave the epilog no node list of job 42: not kept", err, 1,
+      true)
     full["42"] = "a1"
     assert.matches("more than 128 lists", select(2, report.decode_slurm_nodes(json.encode(full), "f")))
   end)

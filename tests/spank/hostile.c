@@ -1423,9 +1423,11 @@ static void test_remote(void)
 {
 	struct xsite_config cfg = { config_path, false, true, (char *)lua_dir };
 	struct spank_handle sp = { 140, 0, 0, OWNER, OWNER, { "" } };
+	struct xsite_report_step step;
 	const char *traffic;
 	struct stat st;
-	char *text, *again, *nodes;
+	char *text, *again, *nodes, *tfile = NULL, *start, *err = NULL;
+	int rc;
 
 	snprintf(sp.env[0], sizeof(sp.env[0]), "SLURM_JOB_NODELIST=alpha1,beta1");
 	snprintf(sp.env[1], sizeof(sp.env[1]), "SLURM_STEP_NODELIST=alpha1,beta1");
@@ -1501,12 +1503,75 @@ static void test_remote(void)
 	free(text);
 	unsetenv("SLURM_HET_JOB_ID");
 
-	/* a job without a record, a directory of another uid's: nothing written */
+	/*
+	 * slurmd runs the epilog on the nodes a running job gives up
+	 * (scontrol update NodeList=), with those nodes as its list, and again
+	 * where the job ends: the lists are joined, never replaced
+	 */
+	sp.jobid = 140;
+	setenv("SLURM_NODELIST", "beta7", 1);
+	setenv("SLURMD_NODENAME", "beta7", 1);
+	nlogged = 0;
+	xsite_remote_job_epilog(&sp, &cfg);
+	xsite_remote_job_epilog(&sp, &cfg);
+	text = slurp(path_of("reports/140/slurm-nodes.json"));
+	ok(has(text, "\"140\":\"alpha1,beta1,beta7\"") && has(text, "\"141\":\"beta[1-2]\"") && nlogged == 0,
+	   "job_epilog of a job's list again, with other nodes: joined with the list there, once");
+	diag("log", log_lines(""));
+	free(text);
+
+	/*
+	 * the list goes in whether or not a record is there yet: a step on
+	 * another node may end after this epilog (its tasks ignore the job's
+	 * end until KillWait) and write the record then
+	 */
+	step = step_of(143, "0");
+	rc = xsite_report_prepare(reports, &step, &tfile, &err);
+	free(err);
+	err = NULL;
+	start = start_record(&step);
+	sp.jobid = 143;
+	setenv("SLURM_NODELIST", "alpha1,beta1", 1);
+	setenv("SLURMD_NODENAME", "alpha1", 1);
+	nlogged = 0;
+	xsite_remote_job_epilog(&sp, &cfg);
+	nodes = slurp(path_of("reports/143/slurm-nodes.json"));
+	ok(rc == 0 && access(path_of("reports/143/report.json"), F_OK) < 0 &&
+	   has(nodes, "{\"143\":\"alpha1,beta1\"}") && nlogged == 0,
+	   "job_epilog before any step wrote the record: Slurm's node list is kept all the same");
+	diag("log", log_lines(""));
+	free(nodes);
+	put(tfile, traffic_json(143), owner);
+	rc = xsite_report_finish(lua, reports, &step, start, MAX_TRAFFIC, &text, &err);
+	nodes = slurp(path_of("reports/143/slurm-nodes.json"));
+	ok(rc == 0 && has(text, "\"job\":\"143\"") && has(nodes, "{\"143\":\"alpha1,beta1\"}"),
+	   "a step ending after the epilog still writes its record, beside Slurm's node list");
+	diag("err", err);
+	free(err);
+	err = NULL;
+	free(text);
+	free(nodes);
+	free(start);
+	free(tfile);
+
+	/* root's own file that does not decode (a disk's doing, not the user's): started anew, logged */
+	put(path_of("reports/143/slurm-nodes.json"), "{\"143\":", 0);
+	nlogged = 0;
+	xsite_remote_job_epilog(&sp, &cfg);
+	nodes = slurp(path_of("reports/143/slurm-nodes.json"));
+	ok(has(nodes, "{\"143\":\"alpha1,beta1\"}") && log_count("slurm-nodes.json: not JSON") == 1 &&
+	   log_count("started anew") == 1,
+	   "job_epilog over a node list file of root's that does not decode: started anew, one log line");
+	diag("log", log_lines(""));
+	free(nodes);
+
+	/* a job without a directory (no step ran), a directory of another uid's: nothing written */
 	sp.jobid = 142;
 	setenv("SLURM_NODELIST", "alpha1", 1);
 	setenv("SLURMD_NODENAME", "alpha1", 1);
+	nlogged = 0;
 	xsite_remote_job_epilog(&sp, &cfg);
-	ok(access(path_of("reports/142"), F_OK) < 0 && nlogged == 0, "job_epilog of a job without a record: "
+	ok(access(path_of("reports/142"), F_OK) < 0 && nlogged == 0, "job_epilog of a job no step ran for: "
 	   "nothing made, nothing logged");
 	sp.jobid = 141;
 	setenv("SLURM_HET_JOB_ID", "140", 1);

@@ -80,7 +80,8 @@ function M.run(opts, pos, io_, global)
   local ok, serr = report.read_slurm_nodes(rec, dir .. "/" .. id)
   if not ok then err(io_, "xsite report: %s (Slurm's node list of the job not believed)\n", serr) end
   local acct = job_accounting(id)
-  local slurm_nodes = report.slurm_placement(cfg, rec, acct)
+  local slurm_nodes, perr = report.slurm_placement(cfg, rec, acct)
+  if perr then err(io_, "xsite report: job %s: %s (not compared)\n", id, perr) end
   if slurm_nodes then
     acct = acct or {}
     acct.slurm_nodes = slurm_nodes

@@ -112,8 +112,14 @@ function M.run(opts, _, io_, global)
   end
   local dir = opts["report-dir"] or cfg.policy.report_dir
   local records, bad = read_records(dir, io_)
+  -- a placement is taken from Slurm's node lists only: the job's steps
+  -- read theirs from an environment its owner can change
   local obs, skipped = fit.observations(records, name, function(rec)
-    local slurm = report.slurm_placement(cfg, rec)
+    if not rec.slurm_nodes or next(rec.slurm_nodes) == nil then
+      return "no node list of Slurm's beside it (the job runs still, or its first node's epilog wrote none)"
+    end
+    local slurm, perr = report.slurm_placement(cfg, rec)
+    if perr then return perr end
     return slurm and string.format("its steps named other nodes than Slurm gave it (%d + %d)", slurm.split[1],
       slurm.split[2]) or nil
   end)
