@@ -60,11 +60,19 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(SYS_openat2) && defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define XSITE_HAVE_OPENAT2 1
+#endif
+#endif
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -356,6 +364,39 @@ static int open_spool(const char *dir, struct stat *st, char **err)
 	return fd;
 }
 
+/*
+ * openat(dir, name, flags) that enters no mount and follows no symbolic
+ * link (openat2's RESOLVE_NO_XDEV, RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH):
+ * for what the job's owner may have made, mpi/ and what is in it.  A file
+ * system the owner mounts over such a name (FUSE with allow_other among
+ * them) is never asked anything: the open fails with EXDEV before it is
+ * reached, where an open and a check of st_dev after it would wait for a
+ * FUSE daemon that does not answer.  A kernel without openat2 (before 5.6,
+ * or a seccomp filter that refuses it): openat with O_NOFOLLOW, and the
+ * callers' st_dev checks.
+ */
+static int open_here(int dir, const char *name, int flags)
+{
+#ifdef XSITE_HAVE_OPENAT2
+	struct open_how how;
+	long fd;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = (unsigned long long)(flags | O_NOFOLLOW | O_CLOEXEC);
+	how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+	fd = syscall(SYS_openat2, dir, name, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return (int)fd;
+#endif
+	return openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Why a directory of the owner's cannot be used, after open_here's errno (EXDEV: a mount). */
+static const char *not_here(int e)
+{
+	return e == EXDEV ? "not on ReportDir's file system" : strerror(e);
+}
+
 /* A directory of root's under parent, on parent's file system (dev). */
 static int open_root_dir(int parent, const char *name, dev_t dev, struct stat *st)
 {
@@ -605,10 +646,10 @@ int xsite_report_prepare(const char *dir, const struct xsite_report_step *st, ch
 				 strerror(errno));
 		goto out;
 	}
-	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	if (mpi < 0 || fstat(mpi, &ms) < 0 || fstat(job, &js) < 0 || ms.st_dev != js.st_dev) {
 		*err = xsite_fmt("ReportDir %s: %u/" MPI_DIR "/: %s", dir, st->jobid,
-				 mpi < 0 ? strerror(errno) : "not on ReportDir's file system");
+				 mpi < 0 ? not_here(errno) : "not on ReportDir's file system");
 		goto out;
 	}
 	if (ms.st_uid != st->uid && (ms.st_uid != 0 || fchown(mpi, st->uid, st->gid) < 0)) {
@@ -647,7 +688,7 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 	int mpi, fd;
 
 	snprintf(name, sizeof(name), "traffic-%s.json", st->step);
-	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	/* the owner's while the job runs; root's once it ended (a shared ReportDir) */
 	if (mpi < 0 || fstat(mpi, &ms) < 0 || fstat(job, &js) < 0 || ms.st_dev != js.st_dev ||
 	    (ms.st_uid != st->uid && ms.st_uid != 0)) {
@@ -657,13 +698,14 @@ static char *take_traffic(int job, const struct xsite_report_step *st, long max,
 			close(mpi);
 		return NULL;
 	}
-	fd = openat(mpi, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	fd = open_here(mpi, name, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			*note = xsite_fmt("no MPI traffic record (libxsite not loaded, or no MPI in the step)");
 		else
 			*note = xsite_fmt("MPI traffic record %s ignored: %s", name,
-					  errno == ELOOP ? "a symbolic link" : strerror(errno));
+					  errno == ELOOP ? "a symbolic link" :
+					  errno == EXDEV ? "a file system mounted on it" : strerror(errno));
 		unlinkat(mpi, name, 0);
 		close(mpi);
 		return NULL;
@@ -1138,7 +1180,7 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 		return rc;
 	rc = -1;
 	snprintf(name, sizeof(name), "%u", jobid);
-	mpi = openat(job, MPI_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	if (mpi >= 0) {
 		/* root's again, and no ACL of the user's gives anyone a way in */
 		int other_fs = 0;
@@ -1146,6 +1188,9 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 		if (fstat(mpi, &ms) < 0 || (other_fs = ms.st_dev != js.st_dev) || take_over(mpi) < 0)
 			*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name,
 					 other_fs ? "not on ReportDir's file system" : strerror(errno));
+	} else if (errno == EXDEV) {
+		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name,
+				 not_here(errno));
 	} else if (errno != ENOENT) {
 		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: %s", dir, name,
 				 errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
@@ -1323,6 +1368,21 @@ static uid_t tree_owner(int spool, const char *name)
 }
 
 /*
+ * fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) that asks no mount over name
+ * (EXDEV; see open_here): what is looked at is the name's own inode.
+ */
+static int look_here(int dir, const char *name, struct stat *st)
+{
+	int fd = open_here(dir, name, O_PATH), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, st);
+	close(fd);
+	return rc;
+}
+
+/*
  * Move the directory name under parent (root's: see remove_tree), too deep
  * to remove now, up into ReportDir as .stale.deep.UID.X, made root's first
  * (take_over): a tree of the user's (mpi/) must not come within their reach
@@ -1334,7 +1394,7 @@ static int move_up(int parent, const char *name, struct walk *w)
 	char up[48];
 	int fd, rc = -1;
 
-	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_here(parent, name, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || st.st_dev != w->dev)
@@ -1374,7 +1434,7 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 	int fd, rc = 0;
 
 	w->budget--;
-	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_here(parent, name, O_RDONLY | O_DIRECTORY);
 	if (fd < 0 && (errno == ENOTDIR || errno == ELOOP)) {
 		/* not a directory (any more): it goes as it is */
 		if (unlinkat(parent, name, 0) < 0)
@@ -1405,10 +1465,10 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 	while (w->budget > 0 && (e = readdir(d)) != NULL) {
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			/* gone meanwhile; else one that cannot be looked at (a dead
-			 * FUSE mount of the user's): this tree cannot go, and the
-			 * pruning goes on with the next one */
+		if (look_here(fd, e->d_name, &st) < 0) {
+			/* gone meanwhile; else one that cannot be looked at (a
+			 * mount of the user's, which is not asked): this tree
+			 * cannot go, and the pruning goes on with the next one */
 			w->budget--;
 			if (errno != ENOENT)
 				rc = -1;

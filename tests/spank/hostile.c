@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <mntent.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
@@ -646,6 +647,162 @@ static void test_mount(void)
 	free(start);
 	free(text);
 	free(err);
+	free(traffic);
+}
+
+/*
+ * A bind mount of the user's own directory (the same file system: no st_dev
+ * tells it) over mpi/: not entered.
+ */
+static void test_bind_mount(void)
+{
+	struct xsite_report_step st = step_of(112, "0");
+	char *traffic = NULL, *start, *text = NULL, *err = NULL;
+	int rc;
+
+	run("mkdir -p %s/elsewhere && chown %u %s/elsewhere", tmpdir, (unsigned)owner, tmpdir);
+	put(path_of("elsewhere/traffic-0.json"), traffic_json(112), owner);
+	rc = xsite_report_prepare(reports, &st, &traffic, &err);
+	free(err);
+	err = NULL;
+	if (rc < 0 || mount(path_of("elsewhere"), path_of("reports/112/mpi"), NULL, MS_BIND, NULL) < 0) {
+		printf("ok %d # SKIP cannot bind-mount on mpi/ here: %s\n", ++test_no, strerror(errno));
+		free(traffic);
+		return;
+	}
+	start = start_record(&st);
+	xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &err);
+	ok(has(text, "no MPI traffic record (mpi/ missing, not the owner's, or not on ReportDir's file system)") &&
+	   access(path_of("elsewhere/traffic-0.json"), F_OK) == 0,
+	   "mpi/ with a directory of the same file system bound on it is not read, nothing removed there");
+	free(err);
+	err = NULL;
+	rc = xsite_report_job_end(reports, 112, owner, &err);
+	ok(rc < 0 && has(err, "cannot take it back: not on ReportDir's file system"),
+	   "and the job's end does not take over what is bound there (%s)", err ? err : "no message");
+	umount2(path_of("reports/112/mpi"), MNT_DETACH);
+	free(start);
+	free(text);
+	free(err);
+	free(traffic);
+}
+
+/*
+ * A FUSE file system whose daemon never answers (allow_other: root's
+ * requests reach it) over mpi/, over the traffic record itself, in a tree
+ * the pruner removes: what root does with each ends within 5 s (a child
+ * runs it; the daemon's end, closing /dev/fuse, lets a blocked child go).
+ */
+static int fuse_mount(const char *path, int fuse, int file)
+{
+	char opts[160];
+
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=%o,user_id=%u,group_id=%u,allow_other", fuse,
+		 file ? 0100000 : 040000, (unsigned)owner, (unsigned)owner_gid);
+	return mount("xsite-test", path, "fuse", MS_NOSUID | MS_NODEV, opts);
+}
+
+/* Detach every mount under dir. */
+static void umount_under(const char *dir)
+{
+	FILE *f = setmntent("/proc/self/mounts", "r");
+	struct mntent *m;
+	size_t n = strlen(dir);
+
+	while (f != NULL && (m = getmntent(f)) != NULL)
+		if (strncmp(m->mnt_dir, dir, n) == 0 && m->mnt_dir[n] == '/')
+			umount2(m->mnt_dir, MNT_DETACH);
+	if (f != NULL)
+		endmntent(f);
+}
+
+enum fuse_case { FUSE_JOB_END, FUSE_FINISH, FUSE_PRUNE };
+
+/* Whether root's work of case c is over within 5 s, with fuse's daemon silent. */
+static int ends_within(enum fuse_case c, int fuse, const char *start, double *secs)
+{
+	struct xsite_report_step st = step_of(113, "0");
+	double t0 = now_s();
+	pid_t pid = fork();
+	int status, done = 0;
+
+	if (pid == 0) {
+		struct xsite_prune pr;
+		char *err = NULL, *text = NULL;
+
+		close(fuse);
+		if (c == FUSE_JOB_END)
+			xsite_report_job_end(reports, 113, owner, &err);
+		else if (c == FUSE_FINISH)
+			xsite_report_finish(lua, reports, &st, start, MAX_TRAFFIC, &text, &err);
+		else
+			xsite_report_prune(reports, 1, time(NULL) + 100L * 86400, &pr, &err);
+		_exit(0);
+	}
+	if (pid < 0)
+		diag("fork", strerror(errno));
+	while (pid > 0 && now_s() - t0 < 5) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid) {
+			done = 1;
+			break;
+		}
+		if (w < 0) {
+			diag("waitpid", strerror(errno));
+			break;
+		}
+		usleep(10000);
+	}
+	*secs = now_s() - t0;
+	return pid > 0 && done;
+}
+
+static void test_fuse(void)
+{
+	struct xsite_report_step st = step_of(113, "0");
+	char *traffic = NULL, *start = NULL, *err = NULL;
+	const char *what[] = { "the job's end (mpi/ taken back)", "a step's end (the traffic record)",
+			       "the pruner" };
+	double secs;
+	int fuse, rc, c, ended;
+
+	rc = xsite_report_prepare(reports, &st, &traffic, &err);
+	free(err);
+	err = NULL;
+	fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (rc < 0 || fuse < 0 || fuse_mount(path_of("reports/113/mpi"), fuse, 0) < 0) {
+		printf("ok %d # SKIP no FUSE here: %s\n", ++test_no, strerror(errno));
+		if (fuse >= 0)
+			close(fuse);
+		free(traffic);
+		return;
+	}
+	start = start_record(&st);
+	for (c = FUSE_JOB_END; c <= FUSE_PRUNE; c++) {
+		if (c == FUSE_FINISH) {
+			/* over the traffic record itself, mpi/ a real directory again */
+			umount2(path_of("reports/113/mpi"), MNT_DETACH);
+			close(fuse);
+			run("chown %u %s/reports/113/mpi", (unsigned)owner, tmpdir);
+			put(traffic, "{}", owner);
+			fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+			if (fuse < 0 || fuse_mount(traffic, fuse, 1) < 0) {
+				printf("ok %d # SKIP FUSE on a file: %s\n", ++test_no, strerror(errno));
+				continue;
+			}
+		}
+		ended = ends_within((enum fuse_case)c, fuse, start, &secs);
+		ok(ended, "%s with a silent FUSE daemon's file system on %s ends (%.2f s)", what[c],
+		   c == FUSE_JOB_END ? "mpi/" : "the traffic record in mpi/", secs);
+	}
+	/* the daemon ends: blocked children go; the mounts go, wherever the pruner moved them */
+	if (fuse >= 0)
+		close(fuse);
+	while (waitpid(-1, NULL, 0) > 0)
+		;
+	umount_under(tmpdir);
+	free(start);
 	free(traffic);
 }
 
@@ -1658,6 +1815,9 @@ int main(int argc, char **argv)
 	test_copy();
 	test_copy_turns();
 	test_remote();
+	/* last: the FUSE case prunes all of ReportDir */
+	test_bind_mount();
+	test_fuse();
 	printf("1..%d\n", test_no);
 
 	xsite_lua_close(lua);
