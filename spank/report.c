@@ -203,8 +203,11 @@ static int write_all(int fd, const char *text, size_t len)
 		n = write(fd, text + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (n <= 0) {
+			if (n == 0)
+				errno = ENOSPC;	/* a write of nothing: no room (errno is not set) */
 			return -1;
+		}
 		done += (size_t)n;
 	}
 	return 0;
