@@ -86,6 +86,7 @@
 #define MPI_DIR "mpi"
 #define STAMP ".job"
 #define LOCK ".lock"
+#define NODES_LOCK ".nodes"	/* slurm-nodes.json's: epilogs only, never a step */
 #define COPY_LOCK ".copy"
 #define CURSOR ".prune"
 #define STALE ".stale."
@@ -381,6 +382,7 @@ static int open_spool(const char *dir, struct stat *st, char **err)
 static int open_here(int dir, const char *name, int flags)
 {
 #ifdef XSITE_HAVE_OPENAT2
+	static int fell_back;	/* said once a process */
 	struct open_how how;
 	long fd;
 
@@ -390,6 +392,11 @@ static int open_here(int dir, const char *name, int flags)
 	fd = syscall(SYS_openat2, dir, name, &how, sizeof(how));
 	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
 		return (int)fd;
+	if (!fell_back) {
+		fell_back = 1;
+		slurm_info("xsite: report: openat2 refused (%s): a mount over a job's mpi/ or a file in it is "
+			   "found only once opened", strerror(errno));
+	}
 #endif
 	return openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC);
 }
@@ -1252,9 +1259,12 @@ int xsite_report_slurm_nodes(struct xsite_lua *x, const char *dir, uint32_t jobi
 	/*
 	 * With or without a record: a step on another node may still be
 	 * writing it (its tasks ignore the end of the job until KillWait), and
-	 * a record that came later than this would never have Slurm's list
+	 * a record that came later than this would never have Slurm's list.
+	 * Under a lock of its own, which only epilogs take (a heterogeneous
+	 * job's components'): the job's steps, ending at once by the hundred,
+	 * cannot keep it past the wait.
 	 */
-	lock = lock_job(job, LOCK, XSITE_EPILOG_LOCK_TIMEOUT_MS, &lerr);
+	lock = lock_job(job, NODES_LOCK, XSITE_EPILOG_LOCK_TIMEOUT_MS, &lerr);
 	if (lock < 0) {
 		*err = xsite_fmt("ReportDir %s: %u/%s; Slurm's node list not kept (xsite tune leaves the record out)",
 				 dir, jobid, lerr ? lerr : "out of memory");
@@ -1304,7 +1314,7 @@ struct walk {
 	uid_t owner;	/* (uid_t)-1: not known (a tree of an older xsite's): any */
 	long budget;
 	long removed;	/* files and directories removed */
-	unsigned kept;	/* directories of other users left in place */
+	unsigned kept;	/* directories of other users, and mounts, left in place */
 };
 
 /* Whether directory st may go in walk w: its owner's, or root's. */
@@ -1469,12 +1479,18 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
 		if (look_here(fd, e->d_name, &st) < 0) {
-			/* gone meanwhile; else one that cannot be looked at (a
-			 * mount of the user's, which is not asked): this tree
-			 * cannot go, and the pruning goes on with the next one */
 			w->budget--;
-			if (errno != ENOENT)
+			if (errno == EXDEV) {
+				/* a mount of the user's, which is not asked: kept
+				 * for the administrator, as another user's directory */
+				w->kept++;
+				if (rc == 0)
+					rc = 1;
+			} else if (errno != ENOENT) {
+				/* one that cannot be looked at: this tree cannot go,
+				 * and the pruning goes on with the next one */
 				rc = -1;
+			}
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {

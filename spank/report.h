@@ -17,9 +17,10 @@ struct xsite_lua;
 /* How long a step waits for ReportDir's lock (held while a job directory is made). */
 #define XSITE_SPOOL_LOCK_TIMEOUT_MS 10000
 /*
- * How long the epilog waits for a job's record lock (steps ending on other
- * nodes hold it): well under any PrologEpilogTimeout, past which slurmd
- * kills the epilog and drains the node.
+ * How long the epilog waits for the lock of a job's slurm-nodes.json (only
+ * the epilogs of a heterogeneous job's components take it): well under any
+ * PrologEpilogTimeout, past which slurmd kills the epilog and drains the
+ * node.
  */
 #define XSITE_EPILOG_LOCK_TIMEOUT_MS 10000
 /* The largest report.json root reads back (a record keeps at most 1000 steps). */
@@ -126,7 +127,8 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
  * component of heterogeneous job jobid), as slurmd gave it to the epilog,
  * added to the job's ReportDir/JOBID/slurm-nodes.json (beside the record,
  * shared with the owner as the record is) through xsite.spank.slurm_nodes,
- * under the record's lock (waited for at most XSITE_EPILOG_LOCK_TIMEOUT_MS),
+ * under a lock of its own that no step takes (JOBID/.nodes, waited for at
+ * most XSITE_EPILOG_LOCK_TIMEOUT_MS),
  * written whole to a new file and renamed; with or without a record yet.
  * Nothing when no step made the directory; it must be the job's (its
  * stamp).  Returns 0; 1 with *err a message to log; -1 with *err on failure.
@@ -139,7 +141,7 @@ struct xsite_prune {
 	unsigned scanned;	/* entries of ReportDir looked at */
 	unsigned removed;	/* job directories removed whole */
 	unsigned files;		/* files and directories removed */
-	unsigned kept;		/* directories of users but the job's owner and root, left in place */
+	unsigned kept;		/* directories of users but the job's owner and root, and mounts, left in place */
 	int wrapped;		/* the scan reached the end of ReportDir (next call starts over) */
 };
 

@@ -379,13 +379,6 @@ function M.add_slurm_nodes(existing, job, nodes)
       return lists, err .. ": started anew" .. (log and "; " .. log or "")
     end
   end
-  if type(nodes) ~= "string" or nodes == "" then
-    return list, string.format("%s: slurmd gave the epilog no node list of job %s: not kept", M.SLURM_FILE, job)
-  end
-  if #nodes > M.MAX_SLURM_NODES then
-    return list, string.format("%s: job %s: Slurm's node list has %d characters, more than the %d kept: not kept",
-      M.SLURM_FILE, job, #nodes, M.MAX_SLURM_NODES)
-  end
   local had = list[job]
   if had == nil then
     local n = 0
@@ -393,14 +386,27 @@ function M.add_slurm_nodes(existing, job, nodes)
     if n >= M.MAX_SLURM_LISTS then
       return list, string.format("%s: %d node lists kept already: job %s's not kept", M.SLURM_FILE, n, job)
     end
-  elseif had == nodes or had:sub(1, #nodes + 1) == nodes .. "," or had:sub(-#nodes - 1) == "," .. nodes
-      or had:find("," .. nodes .. ",", 1, true) then
+  end
+  -- a list that cannot be kept leaves the component's entry empty (`""`):
+  -- its nodes are not known whole, and readers compare nothing
+  local why
+  if type(nodes) ~= "string" or nodes == "" then
+    why = string.format("slurmd gave the epilog no node list of job %s", job)
+  elseif #nodes > M.MAX_SLURM_NODES then
+    why = string.format("job %s: Slurm's node list has %d characters, more than the %d kept", job, #nodes,
+      M.MAX_SLURM_NODES)
+  elseif had and (had == "" or ("," .. had .. ","):find("," .. nodes .. ",", 1, true)) then
+    -- not known whole already, or this list is in it
     return list
-  elseif #had + 1 + #nodes > M.MAX_SLURM_NODES then
-    return list, string.format("%s: job %s: its node lists would have more than %d characters: %s not added",
-      M.SLURM_FILE, job, M.MAX_SLURM_NODES, printable(nodes, 60))
-  else
+  elseif had and #had + 1 + #nodes > M.MAX_SLURM_NODES then
+    why = string.format("job %s: its node lists would have more than %d characters with %s", job,
+      M.MAX_SLURM_NODES, printable(nodes, 60))
+  elseif had then
     nodes = had .. "," .. nodes
+  end
+  if why then
+    list[job] = ""
+    return list, string.format("%s: %s: not kept (the job's entry left empty: not compared)", M.SLURM_FILE, why)
   end
   list[job] = nodes
   return list
@@ -446,7 +452,10 @@ function M.slurm_placement(cfg, rec, acct)
   local slurm, err
   if type(rec.slurm_nodes) == "table" and next(rec.slurm_nodes) ~= nil then
     local lists = {}
-    for _, v in pairs(rec.slurm_nodes) do lists[#lists + 1] = v end
+    for k, v in pairs(rec.slurm_nodes) do
+      if v == "" then return nil, string.format("Slurm's node list of job %s was not kept whole", k) end
+      lists[#lists + 1] = v
+    end
     slurm, err = place(cfg, table.concat(lists, ","), true)
     if not slurm then return nil, "Slurm's node lists of the job cannot be counted: " .. err end
   elseif acct and acct.nodes and not acct.het then
@@ -463,16 +472,17 @@ end
 --- What a record says once its steps are summed up.
 -- @param rec a record
 -- @param acct optional { elapsed = seconds, state, record = the parsed
---   AdminComment (xsite.policy.parse_record), slurm_nodes (`slurm_placement`)
---   } from accounting
--- @return { elapsed, slurm_nodes (acct's), mpi_steps, cross_bytes,
+--   AdminComment (xsite.policy.parse_record), slurm_nodes (`slurm_placement`),
+--   unchecked (why Slurm's node lists could not be compared) } from accounting
+-- @return { elapsed, slurm_nodes and unchecked (acct's), mpi_steps, cross_bytes,
 --   cross_messages, predicted_bytes, traffic_ratio, link_bytes_time (the
 --   measured bytes across at the link's rate), link_time (that and a
 --   latency per synchronising step of the profile), cost, predicted_cost,
 --   link_share and predicted_link_share (the part of the link's capacity,
 --   each way, the job used over its run, measured and predicted) }
 function M.assess(rec, acct)
-  local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0, slurm_nodes = acct and acct.slurm_nodes }
+  local a = { mpi_steps = 0, cross_bytes = 0, cross_messages = 0, slurm_nodes = acct and acct.slurm_nodes,
+    unchecked = acct and acct.unchecked }
   local first, last, sum = nil, nil, 0
   for _, s in ipairs(rec.steps) do
     if s.start and (not first or s.start < first) then first = s.start end
@@ -680,6 +690,10 @@ function M.verdict(rec, a, max_slowdown)
     return "none: the record's placement is not the one Slurm gave the job (its steps' SLURM_JOB_NODELIST "
       .. "was not the job's)"
   end
+  if a.unchecked then
+    return "none: the record's placement could not be checked against Slurm's (" .. printable(a.unchecked, 120)
+      .. ")"
+  end
   if not rec.spanning then
     local where = printable(rec.nodes.split[1] > 0 and rec.sites[1] or rec.sites[2], 64)
     if a.mpi_steps > 0 and a.cross_bytes == 0 then
@@ -769,6 +783,8 @@ function M.text(rec, acct, max_slowdown, ex)
   if a.slurm_nodes then
     add("  Slurm gave: %s: the job's steps took other nodes from their environment (SLURM_JOB_NODELIST, "
       .. "which the job's owner can set)", split(a.slurm_nodes))
+  elseif a.unchecked then
+    add("  Slurm gave: not compared: %s", P(a.unchecked, 200))
   end
   local l = rec.link
   add("  link:       %s, %s one way, %s/s x %s (%s)", P(l.state, 32), seconds(l.latency), si(l.bandwidth, "B"),

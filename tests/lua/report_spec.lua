@@ -662,12 +662,21 @@ describe("xsite.report", function()
     local rec = ended(c, { nodes = "a1,b1" })
     rec.slurm_nodes = lists
     assert.are.same({ 2, 1 }, report.slurm_placement(c, rec, nil).split)
-    -- bounded: a list that would make the component's too long is not added
+    -- bounded: a list that would make the component's too long leaves its
+    -- entry empty (not known whole: nothing is compared), and it stays so
     local long = string.rep("a", report.MAX_SLURM_NODES - 10)
     lists = assert(report.add_slurm_nodes(nil, "42", long))
     local kept, log = report.add_slurm_nodes(json.encode(lists), "42", "b1,b2,b3,b4")
-    assert.are.equal(long, kept["42"])
-    assert.matches("would have more than 65536 characters: b1,b2,b3,b4 not added", log, 1, true)
+    assert.is_true(kept["42"] == "")
+    assert.matches("would have more than 65536 characters with b1,b2,b3,b4: not kept (the job's entry left empty",
+      log, 1, true)
+    kept, log = report.add_slurm_nodes(json.encode(kept), "42", "a1")
+    assert.is_true(kept["42"] == "")
+    assert.is_nil(log)
+    rec.slurm_nodes = { ["42"] = "a1", ["43"] = "" }
+    local slurm, err = report.slurm_placement(c, rec, nil)
+    assert.is_nil(slurm)
+    assert.are.equal("Slurm's node list of job 43 was not kept whole", err)
   end)
 
   it("takes Slurm's lists that cannot be counted for a placement it cannot compare, not for agreement", function()
@@ -677,14 +686,23 @@ describe("xsite.report", function()
     local slurm, err = report.slurm_placement(c, rec, nil)
     assert.is_nil(slurm)
     assert.matches("^Slurm's node lists of the job cannot be counted: ", err)
+    -- the report then gives no verdict on the steps' word
+    local acct = { state = "COMPLETED", elapsed = 10, unchecked = err }
+    local text = report.text(rec, acct, 1.1)
+    assert.matches("\n  Slurm gave: not compared: Slurm's node lists of the job cannot be counted: ", text)
+    assert.matches("\n  verdict:    none: the record's placement could not be checked against Slurm's %(", text)
+    local j = assert(json.decode(report.json(rec, acct, 1.1)))
+    assert.matches("^Slurm's node lists", j.assessment.unchecked)
+    assert.matches("^none:", j.verdict)
   end)
 
   it("keeps Slurm's node lists bounded, and refuses a file that holds others", function()
+    -- a list not kept leaves the component's entry empty: not known whole
     local lists, log = report.add_slurm_nodes(nil, "42", "")
-    assert.is_nil(next(lists))
+    assert.are.same({ ["42"] = "" }, lists)
     assert.matches("no node list", log)
     lists, log = report.add_slurm_nodes('{"41":"a1"}', "42", string.rep("a", report.MAX_SLURM_NODES + 1))
-    assert.are.same({ ["41"] = "a1" }, lists)
+    assert.are.same({ ["41"] = "a1", ["42"] = "" }, lists)
     assert.matches("more than the 65536 kept", log)
     local full = {}
     for i = 1, report.MAX_SLURM_LISTS do full[tostring(1000 + i)] = "a1" end
@@ -699,7 +717,7 @@ describe("xsite.report", function()
       assert.matches("^slurm%-nodes%.json: .*: started anew$", err)
     end
     local anew, err = report.add_slurm_nodes("{", "42", "")
-    assert.is_nil(next(anew))
+    assert.are.same({ ["42"] = "" }, anew)
     assert.matches("started anew; slurm-nodes.json: slurmd gave the epilog no node list of job 42: not kept", err, 1,
       true)
     full["42"] = "a1"

@@ -702,6 +702,20 @@ static int fuse_mount(const char *path, int fuse, int file)
 	return mount("xsite-test", path, "fuse", MS_NOSUID | MS_NODEV, opts);
 }
 
+/* How many entries of dir begin with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
 /* Detach every mount under dir. */
 static void umount_under(const char *dir)
 {
@@ -796,6 +810,8 @@ static void test_fuse(void)
 		ok(ended, "%s with a silent FUSE daemon's file system on %s ends (%.2f s)", what[c],
 		   c == FUSE_JOB_END ? "mpi/" : "the traffic record in mpi/", secs);
 	}
+	ok(count_prefixed(reports, ".kept.") == 1,
+	   "the pruner keeps the tree with the mount for the administrator (.kept.UID.X), not walked again");
 	/* the daemon ends: blocked children go; the mounts go, wherever the pruner moved them */
 	if (fuse >= 0)
 		close(fuse);
@@ -1721,6 +1737,48 @@ static void test_remote(void)
 	   "job_epilog over a node list file of root's that does not decode: started anew, one log line");
 	diag("log", log_lines(""));
 	free(nodes);
+
+	/*
+	 * the record's lock held (steps of the job ending on other nodes, by
+	 * the hundred): the epilog does not wait for it, slurm-nodes.json has
+	 * a lock of its own
+	 */
+	{
+		int ready[2], fd;
+		pid_t pid;
+		double t0, secs;
+
+		text = step_with(144, plant_valid, &t0, &err);
+		free(text);
+		free(err);
+		err = NULL;
+		if (pipe(ready) < 0)
+			perror("pipe");
+		pid = fork();
+		if (pid == 0) {
+			close(ready[0]);
+			fd = open(path_of("reports/144/.lock"), O_RDWR);
+			if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
+				_exit(3);
+			for (;;)
+				pause();
+		}
+		close(ready[1]);
+		ok(read(ready[0], &(char){ 0 }, 1) == 1, "the record's lock of job 144 is held");
+		close(ready[0]);
+		sp.jobid = 144;
+		nlogged = 0;
+		t0 = now_s();
+		xsite_remote_job_epilog(&sp, &cfg);
+		secs = now_s() - t0;
+		nodes = slurp(path_of("reports/144/slurm-nodes.json"));
+		ok(secs < 2 && has(nodes, "{\"144\":\"alpha1,beta1\"}") && nlogged == 0,
+		   "job_epilog while the record's lock is held: Slurm's node list kept at once (%.2f s)", secs);
+		diag("log", log_lines(""));
+		free(nodes);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 
 	/* a job without a directory (no step ran), a directory of another uid's: nothing written */
 	sp.jobid = 142;

@@ -81,10 +81,9 @@ function M.run(opts, pos, io_, global)
   if not ok then err(io_, "xsite report: %s (Slurm's node list of the job not believed)\n", serr) end
   local acct = job_accounting(id)
   local slurm_nodes, perr = report.slurm_placement(cfg, rec, acct)
-  if perr then err(io_, "xsite report: job %s: %s (not compared)\n", id, perr) end
-  if slurm_nodes then
+  if slurm_nodes or perr then
     acct = acct or {}
-    acct.slurm_nodes = slurm_nodes
+    acct.slurm_nodes, acct.unchecked = slurm_nodes, perr
   end
   if acct and acct.start and rec.spanning then
     -- the other spanning jobs that ran meanwhile, as accounting shows them
