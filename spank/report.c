@@ -1386,12 +1386,14 @@ static uid_t tree_owner(int spool, const char *name)
  */
 static int look_here(int dir, const char *name, struct stat *st)
 {
-	int fd = open_here(dir, name, O_PATH), rc;
+	int fd = open_here(dir, name, O_PATH), rc, e;
 
 	if (fd < 0)
 		return -1;
 	rc = fstat(fd, st);
+	e = errno;	/* fstat's, for the caller: not close's */
 	close(fd);
+	errno = e;
 	return rc;
 }
 
