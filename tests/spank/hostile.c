@@ -935,6 +935,51 @@ static void age(const char *path, long seconds)
 }
 
 /*
+ * A child that holds flock(LOCK_EX) on path (a file or a directory, opened
+ * read-only: flock needs no more), as the job's owner when as_owner, for
+ * secs seconds (0: until killed).  Its pid once it holds the lock; -1 (the
+ * child reaped) when it did not get it.
+ */
+static pid_t lock_holder(const char *path, int as_owner, unsigned secs)
+{
+	int ready[2];
+	pid_t pid;
+	ssize_t got;
+
+	if (pipe(ready) < 0) {
+		perror("pipe");
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		close(ready[0]);
+		if (as_owner && (setgroups(0, NULL) < 0 || setresgid(owner_gid, owner_gid, owner_gid) < 0 ||
+				 setresuid(owner, owner, owner) < 0))
+			_exit(2);
+		fd = open(path, O_RDONLY);
+		if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
+			_exit(3);
+		if (secs > 0) {
+			sleep(secs);
+			_exit(0);
+		}
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	got = pid > 0 ? read(ready[0], &(char){ 0 }, 1) : -1;
+	close(ready[0]);
+	if (got != 1 && pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+/*
  * ReportDir is readable by everyone, and flock needs only a read-only
  * descriptor: a user holding a lock on it must not stall the steps of the
  * node, nor keep the pruner out; the lock root takes is on a file nobody
@@ -946,32 +991,13 @@ static void test_spool_lock(void)
 	struct stat st;
 	char *err = NULL;
 	double t0, secs;
-	int ready[2], rc;
+	int rc;
 	pid_t pid;
 
 	prepare(130, owner, &err);	/* ReportDir and its lock file exist */
 	free(err);
-	if (pipe(ready) < 0) {
-		perror("pipe");
-		return;
-	}
-	pid = fork();
-	if (pid == 0) {
-		int fd;
-
-		close(ready[0]);
-		if (setgroups(0, NULL) < 0 || setresgid(owner_gid, owner_gid, owner_gid) < 0 ||
-		    setresuid(owner, owner, owner) < 0)
-			_exit(2);
-		fd = open(reports, O_RDONLY | O_DIRECTORY);
-		if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
-			_exit(3);
-		for (;;)
-			pause();
-	}
-	close(ready[1]);
-	ok(read(ready[0], &(char){ 0 }, 1) == 1, "a user holds a lock on ReportDir itself");
-	close(ready[0]);
+	pid = lock_holder(reports, 1, 0);
+	ok(pid > 0, "a user holds a lock on ReportDir itself");
 	t0 = now_s();
 	rc = prepare(131, owner, &err);
 	secs = now_s() - t0;
@@ -984,8 +1010,10 @@ static void test_spool_lock(void)
 	free(err);
 	ok(stat(path_of("reports/.lock"), &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0600 &&
 	   user_reads(owner, path_of("reports/.lock")) == 1, "root's lock is ReportDir/.lock, which nobody else can open");
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 }
 
 /*
@@ -1532,8 +1560,7 @@ static void test_copy_turns(void)
 	char *first, *last, *copy, *err = NULL, lock_path[PATH_MAX];
 	const char *target = path_of("copies/turns.json");
 	double t0, secs;
-	int rc, ready[2], fd;
-	ssize_t rc2;
+	int rc;
 	pid_t holder;
 
 	first = step_named(150, "0", NULL, &secs, &err);
@@ -1555,27 +1582,15 @@ static void test_copy_turns(void)
 	/* one copy at a time: a step waits while another's writer runs, with a deadline */
 	snprintf(lock_path, sizeof(lock_path), "%s/150/.copy", reports);
 	for (int hold = 0; hold < 2; hold++) {
-		if (pipe(ready) < 0)
-			break;
-		holder = fork();
-		if (holder == 0) {
-			fd = open(lock_path, O_RDWR);
-			if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
-				_exit(1);
-			sleep(hold == 0 ? 1 : 6);
-			_exit(0);
-		}
-		close(ready[1]);
-		rc2 = read(ready[0], &(char){ 0 }, 1);
-		close(ready[0]);
+		holder = lock_holder(lock_path, 0, hold == 0 ? 1 : 6);
 		t0 = now_s();
 		rc = xsite_report_deliver(reports, &st, last, target, NULL, hold == 0 ? 5000 : 1000, &err);
 		secs = now_s() - t0;
 		if (hold == 0)
-			ok(rc2 == 1 && rc == 0 && secs >= 0.9 && secs < 5,
+			ok(holder > 0 && rc == 0 && secs >= 0.9 && secs < 5,
 			   "a step's copy waits for the writer of another step's (%.2f s)", secs);
 		else
-			ok(rc2 == 1 && rc < 0 && has(err, "--xsite-report: ReportDir ") &&
+			ok(holder > 0 && rc < 0 && has(err, "--xsite-report: ReportDir ") &&
 			   has(err, "150/.copy: held by another step for longer than the wait allowed; no copy") &&
 			   secs >= 3.9 && secs < 5.5,
 			   "and no longer than its own writer's deadline and 3 s to reap it (%.2f s)", secs);
@@ -1583,8 +1598,10 @@ static void test_copy_turns(void)
 			diag("message", err);
 		free(err);
 		err = NULL;
-		kill(holder, SIGKILL);
-		waitpid(holder, NULL, 0);
+		if (holder > 0) {
+			kill(holder, SIGKILL);
+			waitpid(holder, NULL, 0);
+		}
 	}
 	free(first);
 	free(last);
@@ -1744,7 +1761,6 @@ static void test_remote(void)
 	 * a lock of its own
 	 */
 	{
-		int ready[2], fd;
 		pid_t pid;
 		double t0, secs;
 
@@ -1752,20 +1768,8 @@ static void test_remote(void)
 		free(text);
 		free(err);
 		err = NULL;
-		if (pipe(ready) < 0)
-			perror("pipe");
-		pid = fork();
-		if (pid == 0) {
-			close(ready[0]);
-			fd = open(path_of("reports/144/.lock"), O_RDWR);
-			if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(ready[1], "x", 1) != 1)
-				_exit(3);
-			for (;;)
-				pause();
-		}
-		close(ready[1]);
-		ok(read(ready[0], &(char){ 0 }, 1) == 1, "the record's lock of job 144 is held");
-		close(ready[0]);
+		pid = lock_holder(path_of("reports/144/.lock"), 0, 0);
+		ok(pid > 0, "the record's lock of job 144 is held");
 		sp.jobid = 144;
 		nlogged = 0;
 		t0 = now_s();
@@ -1776,8 +1780,10 @@ static void test_remote(void)
 		   "job_epilog while the record's lock is held: Slurm's node list kept at once (%.2f s)", secs);
 		diag("log", log_lines(""));
 		free(nodes);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
 	}
 
 	/* a job without a directory (no step ran), a directory of another uid's: nothing written */
