@@ -362,16 +362,26 @@ EOF
 	local job het
 	# the job gets alpha1 and beta1; its one step says the job has alpha1
 	# only, and so does the record the step writes (its name tries to say
-	# so to a parse of scontrol's line)
-	cat >"$XT_STATE/work/$U/claim.sh" <<'EOF'
+	# so to a parse of scontrol's line).  The record's placement is the
+	# first step's to end: the script waits for step 0's, as srun may
+	# return before that step's slurmstepd has written it (Slurm 24.11)
+	cat >"$XT_STATE/work/$U/claim.sh" <<EOF
 #!/bin/bash
 SLURM_JOB_NODELIST=alpha1 SLURM_NODELIST=alpha1 srun -N1 -n1 -w alpha1 true
+for ((i = 0; i < 300; i++)); do
+	grep -qs '"step":"0"' "$XT_STATE/reports/\$SLURM_JOB_ID/report.json" && exit 0
+	sleep 0.1
+done
+echo "step 0's record was not written within 30 s" >&2
+exit 1
 EOF
 	chmod 0755 "$XT_STATE/work/$U/claim.sh"
 	job=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
 		sbatch --parsable -N2 -w alpha1,beta1 --site-affinity=span -J 'x NodeList=alpha1' claim.sh) | tail -n 1)
 	run -0 wait_job "$job"
 	run -0 report_of "$job" batch
+	run -0 on_head squeue -h -t all -j "$job" -o %T
+	assert_output COMPLETED
 	# where Slurm ran it: both sites
 	run -0 on_head scontrol show job "$job"
 	assert_line --regexp '^ +NodeList=alpha1,beta1$'
