@@ -1182,6 +1182,7 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 	char name[16];
 	struct stat ss, js, ms;
 	struct stamp s;
+	const char *why = NULL;	/* mpi/ could not be taken back */
 	int job = -1, mpi = -1, rc;
 
 	*err = NULL;
@@ -1193,18 +1194,18 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	if (mpi >= 0) {
 		/* root's again, and no ACL of the user's gives anyone a way in */
-		int other_fs = 0;
-
-		if (fstat(mpi, &ms) < 0 || (other_fs = ms.st_dev != js.st_dev) || take_over(mpi) < 0)
-			*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name,
-					 other_fs ? "not on ReportDir's file system" : strerror(errno));
+		if (fstat(mpi, &ms) < 0 || (ms.st_dev == js.st_dev && take_over(mpi) < 0))
+			why = strerror(errno);
+		else if (ms.st_dev != js.st_dev)
+			why = not_here(EXDEV);
 	} else if (errno == EXDEV) {
-		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name,
-				 not_here(errno));
+		why = not_here(errno);
 	} else if (errno != ENOENT) {
 		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: %s", dir, name,
 				 errno == ELOOP || errno == ENOTDIR ? "not a directory" : strerror(errno));
 	}
+	if (why != NULL)
+		*err = xsite_fmt("ReportDir %s: %s/" MPI_DIR "/: cannot take it back: %s", dir, name, why);
 	if (*err != NULL) {
 		/*
 		 * mpi/ stays as it is (a mount of the user's over it, one root
