@@ -7,7 +7,8 @@
 # FIFOs or hold escape sequences, the job's mpi/ directory after the job, a
 # job id that comes back, ReportRetention, `xsite report`'s scontrol
 # fallback fed a spoofing job name, a step that names other nodes as the
-# job's, and a --comm-profile too long to parse.
+# job's, a step that ignores its job's end until KillWait, and a
+# --comm-profile too long to parse.
 # Each test is judged by what root did (the job's state in Slurm, files and
 # their owners, the slurmd log), never by xsite's own record alone.
 
@@ -445,6 +446,46 @@ EOF
 	run -0 xsite report "$het"
 	assert_line --partial "Slurm gave: alpha:1 + beta:1 nodes: the job's steps took other nodes"
 	assert_line --partial "verdict:    none: the record's placement is not the one Slurm gave the job"
+}
+
+@test "a step that outlives its job's end by KillWait, in a job with no batch step: the epilog puts Slurm's list beside a record still to come, and both are kept" {
+	local job pid i
+	# an allocation with no batch step (salloc --no-shell) and one step, at
+	# beta1, that ignores SIGTERM; the owner cancels the job: alpha1, the
+	# list's first node, runs the epilog at once, before any record exists,
+	# and slurmd kills the step KillWait (5 s) later.  (srun from outside
+	# the allocation is given the job's node list as salloc's shell has it:
+	# without, srun gives the step its own nodes as the job's)
+	job=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
+		salloc --no-shell -N2 -w alpha1,beta1 --site-affinity=span) 2>&1 |
+		sed -n 's/.*Granted job allocation \([0-9][0-9]*\).*/\1/p')
+	[[ $job =~ ^[0-9]+$ ]]
+	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
+		env SLURM_JOB_NODELIST=alpha1,beta1 srun --jobid="$job" -N1 -n1 -w beta1 bash -c 'trap "" TERM; sleep 60') >/dev/null 2>&1 3>&- &
+	pid=$!
+	for ((i = 0; i < 300; i++)); do
+		[[ -f $XT_STATE/reports/$job/.job ]] && on_head squeue -h -s -j "$job" -o %i | grep -qx "$job\.0" && break
+		sleep 0.1
+	done
+	run -0 on_head squeue -h -s -j "$job" -o %i
+	assert_line "$job.0"
+	run -0 tb on head runuser -u "$U" -- scancel "$job"
+	run -0 slurm_nodes_of "$job" 1
+	assert_output "{\"$job\":\"alpha1,beta1\"}"
+	# the list came first: step 0 has not ended yet
+	run -0 on_head squeue -h -j "$job" -o %T
+	assert_output COMPLETING
+	run -1 test -e "$XT_STATE/reports/$job/report.json"
+	run -0 report_of "$job" 0
+	wait "$pid" || true
+	run -0 wait_job "$job"
+	run -0 jq -c -S . "$XT_STATE/reports/$job/slurm-nodes.json"
+	assert_output "{\"$job\":\"alpha1,beta1\"}"
+	run -0 xsite report "$job"
+	assert_line --partial 'placement:  alpha:1 + beta:1 nodes, across the link'
+	assert_line --regexp '^ +step 0 +alpha:0 \+ beta:1 nodes'
+	refute_output --partial 'Slurm gave'
+	refute_line --partial 'verdict:    none:'
 }
 
 @test "a --comm-profile of 120 000 characters in the job's environment is not parsed by root" {
