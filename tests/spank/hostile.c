@@ -934,6 +934,15 @@ static void age(const char *path, long seconds)
 	utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW);
 }
 
+/* Ends the child of a lock_holder (below); nothing for -1. */
+static void lock_release(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
 /*
  * A child that holds flock(LOCK_EX) on path (a file or a directory, opened
  * read-only: flock needs no more), as the job's owner when as_owner, for
@@ -971,9 +980,8 @@ static pid_t lock_holder(const char *path, int as_owner, unsigned secs)
 	close(ready[1]);
 	got = pid > 0 ? read(ready[0], &(char){ 0 }, 1) : -1;
 	close(ready[0]);
-	if (got != 1 && pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	if (got != 1) {
+		lock_release(pid);
 		return -1;
 	}
 	return pid;
@@ -1010,10 +1018,7 @@ static void test_spool_lock(void)
 	free(err);
 	ok(stat(path_of("reports/.lock"), &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0600 &&
 	   user_reads(owner, path_of("reports/.lock")) == 1, "root's lock is ReportDir/.lock, which nobody else can open");
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
+	lock_release(pid);
 }
 
 /*
@@ -1598,10 +1603,7 @@ static void test_copy_turns(void)
 			diag("message", err);
 		free(err);
 		err = NULL;
-		if (holder > 0) {
-			kill(holder, SIGKILL);
-			waitpid(holder, NULL, 0);
-		}
+		lock_release(holder);
 	}
 	free(first);
 	free(last);
@@ -1780,10 +1782,7 @@ static void test_remote(void)
 		   "job_epilog while the record's lock is held: Slurm's node list kept at once (%.2f s)", secs);
 		diag("log", log_lines(""));
 		free(nodes);
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-		}
+		lock_release(pid);
 	}
 
 	/* a job without a directory (no step ran), a directory of another uid's: nothing written */
