@@ -24,7 +24,7 @@ xsite() {
 
 # submit ARGS...: sbatch as the user, on alpha1, from the user's directory; prints the job id
 submit() {
-	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- sbatch --parsable -w alpha1 "$@") | tail -n 1
+	xt_as "$U" sbatch --parsable -w alpha1 "$@" | tail -n 1
 }
 
 # gone JOB SECONDS: until Slurm has forgotten nothing but the job's end:
@@ -377,8 +377,8 @@ echo "step 0's record was not written within 30 s" >&2
 exit 1
 EOF
 	chmod 0755 "$XT_STATE/work/$U/claim.sh"
-	job=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
-		sbatch --parsable -N2 -w alpha1,beta1 --site-affinity=span -J 'x NodeList=alpha1' claim.sh) | tail -n 1)
+	job=$(xt_as "$U" sbatch --parsable -N2 -w alpha1,beta1 --site-affinity=span -J 'x NodeList=alpha1' claim.sh |
+		tail -n 1)
 	run -0 wait_job "$job"
 	run -0 report_of "$job" batch
 	run -0 on_head squeue -h -t all -j "$job" -o %T
@@ -417,7 +417,7 @@ EOF
 srun --het-group=0,1 true
 EOF
 	chmod 0755 "$XT_STATE/work/$U/het.sh"
-	het=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- sbatch --parsable het.sh) | tail -n 1)
+	het=$(xt_as "$U" sbatch --parsable het.sh | tail -n 1)
 	het=${het%%+*}
 	# (squeue shows a line per component: the record's last step is the wait)
 	run -0 report_of "$het" batch
@@ -437,7 +437,7 @@ EOF
 SLURM_JOB_NODELIST=alpha1 SLURM_NODELIST=alpha1 srun --het-group=0 true
 EOF
 	chmod 0755 "$XT_STATE/work/$U/het-claim.sh"
-	het=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- sbatch --parsable het-claim.sh) | tail -n 1)
+	het=$(xt_as "$U" sbatch --parsable het-claim.sh | tail -n 1)
 	het=${het%%+*}
 	run -0 report_of "$het" batch
 	run -0 slurm_nodes_of "$het" 2
@@ -456,12 +456,11 @@ EOF
 	# and slurmd kills the step KillWait (5 s) later.  (srun from outside
 	# the allocation is given the job's node list as salloc's shell has it:
 	# without, srun gives the step its own nodes as the job's)
-	job=$( (cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
-		salloc --no-shell -N2 -w alpha1,beta1 --site-affinity=span) 2>&1 |
+	job=$(xt_as "$U" salloc --no-shell -N2 -w alpha1,beta1 --site-affinity=span 2>&1 |
 		sed -n 's/.*Granted job allocation \([0-9][0-9]*\).*/\1/p')
 	[[ $job =~ ^[0-9]+$ ]]
-	(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
-		env SLURM_JOB_NODELIST=alpha1,beta1 srun --jobid="$job" -N1 -n1 -w beta1 bash -c 'trap "" TERM; sleep 60') >/dev/null 2>&1 3>&- &
+	xt_as "$U" env SLURM_JOB_NODELIST=alpha1,beta1 srun --jobid="$job" -N1 -n1 -w beta1 \
+		bash -c 'trap "" TERM; sleep 60' >/dev/null 2>&1 3>&- &
 	pid=$!
 	for ((i = 0; i < 300; i++)); do
 		[[ -f $XT_STATE/reports/$job/.job ]] && on_head squeue -h -s -j "$job" -o %i | grep -qx "$job\.0" && break
@@ -469,7 +468,7 @@ EOF
 	done
 	run -0 on_head squeue -h -s -j "$job" -o %i
 	assert_line "$job.0"
-	run -0 tb on head runuser -u "$U" -- scancel "$job"
+	run -0 xt_as "$U" scancel "$job"
 	run -0 slurm_nodes_of "$job" 1
 	assert_output "{\"$job\":\"alpha1,beta1\"}"
 	# the list came first: step 0 has not ended yet
@@ -500,7 +499,7 @@ EOF
 
 @test "a profile with escape sequences, carried in the job's environment into slurmstepd, reaches xsite report escaped" {
 	local job
-	job=$(cd "$XT_STATE/work/$U" && tb on head runuser -u "$U" -- \
+	job=$(xt_as "$U" \
 		env SLURM_SPANK_XSITE_COMM_PROFILE=$'op=1\x1b]0;owned\x07,b=\x1b[2J' sbatch --parsable -w alpha1 --wrap true |
 		tail -n 1)
 	wait_job "$job"
