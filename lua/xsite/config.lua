@@ -531,6 +531,31 @@ function M.slurm_conf_value(text, key)
   return value
 end
 
+--- The partitions slurm.conf's text defines (its PartitionName= lines;
+-- not those of files it includes): name -> MinNodes (a line without one
+-- takes the last `PartitionName=DEFAULT` line's, else 1), and `default`,
+-- the name of the one with Default=YES.
+-- @return { min = { name -> MinNodes }, default = name or nil }
+function M.slurm_partitions(text)
+  local out, default_min = { min = {} }, 1
+  for line in text:gmatch("[^\n]+") do
+    local l = line:gsub("#.*", "")
+    local part = l:match("^%s*[Pp][Aa][Rr][Tt][Ii][Tt][Ii][Oo][Nn][Nn][Aa][Mm][Ee]%s*=%s*(%S+)")
+    if part then
+      local low = l:lower()
+      local v = tonumber(low:match("%f[%w]minnodes%s*=%s*(%d+)"))
+      if v and v >= 1e9 then v = nil end
+      if part:lower() == "default" then
+        default_min = v or default_min
+      else
+        out.min[part] = v or default_min
+        if low:find("%f[%w]default%s*=%s*yes") then out.default = part end
+      end
+    end
+  end
+  return out
+end
+
 --- The licenses slurm.conf's text declares (Licenses=a:2,b; read as
 -- xsite.units.license_items reads a list), name -> count (an item whose
 -- count is not a whole number is left out).

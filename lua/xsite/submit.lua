@@ -119,15 +119,23 @@ end
 M.MAX_GRES = 1024
 
 --- The units a GRES request asks for in all ("gres/gpu:8,gres/gpu:a100:2":
--- 10; an item without a count: 1), or nil for none.  A request too long
--- to read, or with a count that is not a plain number, counts as
--- math.huge.
+-- 10; an item without a count: 1), or nil for none.  The count is what
+-- follows an item's last `=`, else its last `:`, as slurmctld reads it
+-- (slurm_get_next_tres, 23.11 and later: `--gpus=a100=8` is
+-- "gres/gpu:a100=8", 8 GPUs, and `TresPerJob=gres/gpu=8` is 8); after a
+-- `:`, a word that starts with no digit is a type.  A request too long to
+-- read, or with a count that is not a plain number, counts as math.huge.
 function M.gres_units(text)
   if type(text) ~= "string" or text == "" then return nil end
   if #text > M.MAX_GRES then return math.huge end
   local total = 0
   for item in text:gmatch("[^,]+") do
-    local k = item:match(":([^:]*)$")
+    local k = item:match("=([^=]*)$")
+    if k then
+      if not k:find("^%d+$") then return math.huge end
+    else
+      k = item:match(":([^:]*)$")
+    end
     if not k or not k:find("^%d") then
       total = total + 1
     elseif k:find("^%d+$") then
@@ -151,49 +159,76 @@ function M.tres_licenses(tres)
   return #out > 0 and table.concat(out, ",") or nil
 end
 
---- The tasks a job asks for: num_tasks, else, with --ntasks-per-node, that
--- many on each of its fewest nodes (as slurmctld works it out after
--- job_submit); nil when neither is given.
+--- The tasks a job asks for: num_tasks, else, with --ntasks-per-gpu, that
+-- many for each GPU of the job (at least one a node), else, with
+-- --ntasks-per-node, that many on each of its fewest nodes (as slurmctld
+-- works them out after job_submit: _figure_out_num_tasks, then the GRES
+-- for a job's tasks; with more tasks than a node has CPUs, a job with no
+-- top to its node count gets more nodes); nil when none is given.
 -- @param nodes the job's fewest nodes (default: its min_nodes, or 1)
 function M.tasks(job_desc, nodes)
   local tasks = count(job_desc, "num_tasks")
   if tasks then return tasks end
+  nodes = nodes or count(job_desc, "min_nodes") or 1
+  local per_gpu = count(job_desc, "ntasks_per_tres")
+  if per_gpu then
+    local gpus = math.max(nodes * (M.gres_units(job_desc.tres_per_node) or 1), M.gres_units(job_desc.tres_per_job) or 0)
+    return gpus * per_gpu
+  end
   local per = count(job_desc, "ntasks_per_node")
-  if per then return (nodes or count(job_desc, "min_nodes") or 1) * per end
+  if per then return nodes * per end
   return nil
 end
 
 --- The most partition names xsite reads of a job's `--partition`; a job
--- naming more is judged on the first ones.
+-- naming more is judged on every partition (see partition_floor).
 M.MAX_PARTITIONS = 64
 
 --- The fewest nodes a job's partitions may give it.  Slurm schedules a job
 -- in a partition on at least the partition's MinNodes (get_node_cnts), and
 -- in none whose MinNodes is above the job's top: the floor is the largest
 -- MinNodes of the partitions the job names (of the default partition when
--- it names none) within its top.
+-- it names none) within its top.  job_submit/lua leaves out of `part_list`
+-- the partitions whose AllowGroups do not show the user yet (Slurm may
+-- still admit the user later, through their primary group): such a
+-- partition's MinNodes is slurm.conf's (`hidden`).  A job naming more than
+-- MAX_PARTITIONS names (Slurm drops repeated ones) is judged on every
+-- partition of `part_list` and of `hidden`.
 -- @param partition the job's --partition (comma-separated), or nil
 -- @param part_list job_submit/lua's partitions (name -> partition record)
 -- @param top the job's most nodes, or nil for none
+-- @param hidden optional: slurm.conf's partitions (xsite.config.slurm_partitions)
 -- @return the floor (above 1), or nil
-function M.partition_floor(partition, part_list, top)
+function M.partition_floor(partition, part_list, top, hidden)
   if type(part_list) ~= "table" then return nil end
+  local conf = type(hidden) == "table" and hidden.min or {}
   local floor = 1
-  local function take(p)
-    local v = type(p) == "table" and (tonumber(p.min_nodes_orig) or tonumber(p.min_nodes)) or nil
+  local function take(v)
     if v and v > floor and given(nil, v) and (not top or v <= top) then floor = v end
   end
+  local function min_of(name)
+    local p = rawget(part_list, name)
+    if type(p) == "table" then return tonumber(p.min_nodes_orig) or tonumber(p.min_nodes) end
+    return conf[name]
+  end
+  local named = 0
   if type(partition) == "string" and partition ~= "" then
-    local names = 0
     for name in partition:gmatch("[^,]+") do
-      names = names + 1
-      if names > M.MAX_PARTITIONS then break end
-      take(rawget(part_list, name))
+      named = named + 1
+      if named > M.MAX_PARTITIONS then
+        for other in pairs(part_list) do take(min_of(other)) end
+        for _, v in pairs(conf) do take(v) end
+        break
+      end
+      take(min_of(name))
     end
-  else
-    for _, p in pairs(part_list) do
-      if type(p) == "table" and tonumber(p.flag_default) == 1 then take(p) end
+  end
+  if named == 0 then
+    local default
+    for name, p in pairs(part_list) do
+      if type(p) == "table" and tonumber(p.flag_default) == 1 then default = name end
     end
+    take(min_of(default or (type(hidden) == "table" and hidden.default) or ""))
   end
   return floor > 1 and floor or nil
 end
@@ -302,7 +337,8 @@ function M.setup(conf_path, opts)
     missing_ok = true,
     read = function(path) return fs.read_capped(path, M.SLURM_CONF_MAX) end,
     parse = function(text)
-      return { topology = M.uses_topology_tree(text), licenses = config.slurm_licenses(text), text = text }
+      return { topology = M.uses_topology_tree(text), licenses = config.slurm_licenses(text),
+        partitions = config.slurm_partitions(text), text = text }
     end,
   })
   local sc = M.slurm_conf()
@@ -562,7 +598,8 @@ local function submit_job(job_desc, slurm, submit_uid, part_list)
   end
   local offset = job_desc.het_job_offset
   return decide(job_desc, slurm, M.flags(job_desc.spank_job_env), {
-    floor = M.partition_floor(job_desc.partition, part_list, count(job_desc, "max_nodes")),
+    floor = M.partition_floor(job_desc.partition, part_list, count(job_desc, "max_nodes"),
+      M.slurm_conf().partitions),
     features = job_desc.features,
     prefer = job_desc.prefer,
     req_nodes = job_desc.req_nodes,
@@ -831,7 +868,7 @@ function M.job_modify(job_desc, job_rec, slurm, modify_uid, part_list)
     if prefer == nil and prev then prefer = prev.prefer end
     local extra = { features = user, prefer = prefer, req_nodes = job_desc.req_nodes, licenses = own,
       floor = M.partition_floor(job_desc.partition ~= "" and job_desc.partition or job_rec.partition, part_list,
-        top), pin_one_node = recheck and recheck.link == "down" }
+        top, M.slurm_conf().partitions), pin_one_node = recheck and recheck.link == "down" }
     -- the sites of the job's node list: a new list; else root's request
     -- says them (xsite load reads them from squeue); else the record's
     if extra.req_nodes == nil then

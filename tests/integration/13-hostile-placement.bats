@@ -162,6 +162,7 @@ setup() {
 
 teardown() {
 	on_head scancel -u "$U" 2>/dev/null || true
+	on_head scontrol update PartitionName=other State=UP 2>/dev/null || true
 	rm -f "$XT_STATE/run/link.state"
 	# a test that changed xsite.conf and failed midway
 	if [[ -e $BATS_TEST_TMPDIR/xsite.conf ]] && ! cmp -s "$BATS_TEST_TMPDIR/xsite.conf" "$XT_STATE/etc/xsite.conf"; then
@@ -284,6 +285,15 @@ sites_printed() {
 		printf 'refused, and not for where xsite placed it: %s\n' "$TOLD" >&2
 		return 1
 	fi
+	# a count after '=' (as --gpus=TYPE=N is sent): Slurm 23.11 and later
+	# read TresPerJob=gres/gpu=4 as four GPUs (two nodes here), 22.05
+	# refuses it; a pending one-node job so changed
+	try -H -x alpha2,beta2 --wrap true
+	[[ -n $JOB ]]
+	update JobId="$JOB" TresPerJob=gres/gpu=4 || true
+	release "$JOB"
+	not_both "$JOB"
+	on_head scancel "$JOB"
 }
 
 @test "a count in the constraint or --prefer of a job without -N does not span" {
@@ -662,6 +672,17 @@ chooses() {
 	try -p wide --wrap true
 	[[ -n $JOB ]]
 	one_site "$JOB"
+	# wide named after 64 other names (Slurm drops repeated ones), with
+	# other down: Slurm runs the job in wide, on two nodes
+	on_head scontrol update PartitionName=other State=DOWN
+	try -p "$(printf 'other,%.0s' {1..64})wide" -x alpha2,beta2 --wrap true
+	if [[ -n $JOB ]]; then
+		not_both "$JOB"
+		on_head scancel "$JOB"
+	else
+		[[ $TOLD == *"Requested node configuration is not available"* ]]
+	fi
+	on_head scontrol update PartitionName=other State=UP
 	# Partition=wide of a pending one-node job
 	try -H -p other -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]

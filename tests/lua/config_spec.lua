@@ -765,6 +765,18 @@ describe("xsite.config.slurm_licenses", function()
   end)
 end)
 
+describe("xsite.config.slurm_partitions", function()
+  it("reads each partition's MinNodes (DEFAULT's for those without) and the default partition", function()
+    assert.are.same({ min = { debug = 1, wide = 2, big = 3, Huge = 8, odd = 3 }, default = "debug" },
+      config.slurm_partitions("PartitionName=debug Nodes=ALL Default=YES\n"
+        .. "partitionname = wide minnodes = 2 # MinNodes=9\n"
+        .. "PartitionName=DEFAULT MinNodes=3\nPartitionName=big Nodes=a[1-4]\n"
+        .. "  PartitionName=Huge MaxNodes=9 MinNodes=8\n#PartitionName=gone MinNodes=50\n"
+        .. "PartitionName=odd MinNodes=99999999999 Default=NO\n"))
+    assert.are.same({ min = {} }, config.slurm_partitions("SlurmUser=slurm\n"))
+  end)
+end)
+
 describe("xsite.config.set_global", function()
   local base = assert(io.open(h.root .. "/site-configs/testbed.conf")):read("*a")
     :gsub("\nMode=enforce\n", "\n"):gsub("\nMaxSlowdown=1.10\n", "\n")

@@ -688,8 +688,27 @@ describe("xsite.submit", function()
     assert.is_nil(submit.partition_floor("", parts))
     parts.batch.min_nodes_orig = 3
     assert.are.equal(3, submit.partition_floor("", parts))
-    -- only the first MAX_PARTITIONS names are read
-    assert.are.equal(2, submit.partition_floor(("x,"):rep(submit.MAX_PARTITIONS - 1) .. "wide,huge", parts))
+    -- more than MAX_PARTITIONS names (Slurm drops repeated ones): every
+    -- partition counts
+    assert.are.equal(3, submit.partition_floor(("batch,"):rep(submit.MAX_PARTITIONS - 1) .. "wide", parts))
+    assert.are.equal(5, submit.partition_floor(("batch,"):rep(submit.MAX_PARTITIONS) .. "wide", parts))
+    -- a partition job_submit/lua leaves out (AllowGroups that do not show
+    -- the user yet): slurm.conf's MinNodes
+    local conf = require("xsite.config").slurm_partitions(
+      "PartitionName=DEFAULT MinNodes=4\nPartitionName=hidden Nodes=ALL\nPartitionName=dflt Default=YES MinNodes=6\n")
+    assert.are.equal(4, submit.partition_floor("hidden", parts, nil, conf))
+    assert.is_nil(submit.partition_floor("hidden", parts, 3, conf))
+    assert.are.equal(5, submit.partition_floor("hidden,huge", parts, nil, conf))
+    assert.are.equal(5, submit.partition_floor(("batch,"):rep(submit.MAX_PARTITIONS) .. "wide", parts, nil,
+      { min = { other = 3 } }))
+    assert.are.equal(7, submit.partition_floor(("batch,"):rep(submit.MAX_PARTITIONS) .. "wide", parts, nil,
+      { min = { other = 7 } }))
+    -- a name neither knows (Slurm refuses it): nothing
+    assert.is_nil(submit.partition_floor("nope", parts, nil, conf))
+    -- no default partition among the job's: slurm.conf's default
+    parts.batch.flag_default = 0
+    assert.are.equal(6, submit.partition_floor(nil, parts, nil, conf))
+    parts.batch.flag_default = 1
     local cfg = h.config(CONF)
     assert.are.equal(2, submit.node_count({ min_nodes = submit.NO_VAL }, cfg, 2))
     assert.are.equal(3, submit.node_count({ min_nodes = 3 }, cfg, 2))
@@ -888,12 +907,29 @@ describe("xsite.submit", function()
     assert.are.equal(10, submit.gres_units("gres/gpu:8,gres/gpu:a100:2"))
     assert.are.equal(2, submit.gres_units("gpu,gres/shard"))
     assert.are.equal(math.huge, submit.gres_units("gres/gpu:2k"))
+    -- a count after `=` (--gpus=a100=8, TresPerJob=gres/gpu=8), as
+    -- slurmctld 23.11 and later read it: not a type of one GPU
+    assert.are.equal(8, submit.gres_units("gres/gpu:a100=8"))
+    assert.are.equal(9, submit.gres_units("gres/gpu=8,gres/gpu:a100"))
+    assert.are.equal(math.huge, submit.gres_units("gres/gpu:a100=many"))
+    assert.are.equal(math.huge, submit.gres_units("gres/gpu="))
+    assert.are.equal(8, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL,
+      tres_per_job = "gres/gpu:a100=8" }, cfg))
+    -- --ntasks-per-gpu without -n: that many tasks for each GPU, at least
+    -- one GPU a node (_figure_out_num_tasks sets min_nodes x ntasks_per_tres)
+    assert.are.equal(96, submit.most_nodes({ min_nodes = submit.NO_VAL, max_nodes = submit.NO_VAL,
+      ntasks_per_tres = 96, tres_per_node = "gres/gpu:1" }, cfg))
+    assert.are.equal(8, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL,
+      ntasks_per_tres = 2, tres_per_job = "gres/gpu=4" }, cfg))
+    assert.are.equal(2, submit.most_nodes({ min_nodes = 1, max_nodes = 2, ntasks_per_tres = 96 }, cfg))
     assert.are.equal(math.huge, submit.gres_units(string.rep("gpu:1,", 200)))
     assert.is_nil(submit.gres_units(nil))
     -- none of them is a one-node job any more
     setup_conf(CONF)
     for _, shape in ipairs({ { min_nodes = 1, max_nodes = 65534 }, { min_nodes = 1, ntasks_per_node = 2 },
-        { min_nodes = 1, min_cpus = 4 }, { min_nodes = 1, tres_per_job = "gres/gpu:8" } }) do
+        { min_nodes = 1, min_cpus = 4 }, { min_nodes = 1, tres_per_job = "gres/gpu:8" },
+        { min_nodes = 1, tres_per_job = "gres/gpu:a100=8" }, { min_nodes = 1, tres_per_job = "gres/gpu=8" },
+        { min_nodes = 1, ntasks_per_tres = 96, tres_per_node = "gres/gpu:1" } }) do
       local j = job(shape)
       submit.job_submit(j, fake_slurm())
       assert.is_nil(tostring(j.admin_comment):match("why=one%-node"), tostring(j.admin_comment))
