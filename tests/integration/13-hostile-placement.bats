@@ -162,7 +162,6 @@ setup() {
 
 teardown() {
 	on_head scancel -u "$U" 2>/dev/null || true
-	on_head scontrol update PartitionName=other State=UP 2>/dev/null || true
 	rm -f "$XT_STATE/run/link.state"
 	# a test that changed xsite.conf and failed midway
 	if [[ -e $BATS_TEST_TMPDIR/xsite.conf ]] && ! cmp -s "$BATS_TEST_TMPDIR/xsite.conf" "$XT_STATE/etc/xsite.conf"; then
@@ -672,17 +671,6 @@ chooses() {
 	try -p wide --wrap true
 	[[ -n $JOB ]]
 	one_site "$JOB"
-	# wide named after 64 other names (Slurm drops repeated ones), with
-	# other down: Slurm runs the job in wide, on two nodes
-	on_head scontrol update PartitionName=other State=DOWN
-	try -p "$(printf 'other,%.0s' {1..64})wide" -x alpha2,beta2 --wrap true
-	if [[ -n $JOB ]]; then
-		not_both "$JOB"
-		on_head scancel "$JOB"
-	else
-		[[ $TOLD == *"Requested node configuration is not available"* ]]
-	fi
-	on_head scontrol update PartitionName=other State=UP
 	# Partition=wide of a pending one-node job
 	try -H -p other -x alpha2,beta2 --wrap true
 	[[ -n $JOB ]]
