@@ -507,9 +507,10 @@ void xsite_remote_job_epilog(spank_t sp, const struct xsite_config *cfg)
 		slurm_verbose("xsite: report: ReportRetention: %u job directories removed from %s "
 			      "(%u files; %u entries looked at)", done.removed, dir, done.files, done.scanned);
 	if (done.kept > 0)
-		slurm_info("xsite: report: ReportRetention: %u directories of other users or mounts in job directories "
-			   "of %s left in place (put there by a job's owner; root removes only the owner's files and "
-			   "its own, and enters no mount): see %s/.kept.* (findmnt -R %s)", done.kept, dir, dir, dir);
+		slurm_info("xsite: report: ReportRetention: %u directories of other users, mounts or other file "
+			   "systems (a btrfs subvolume) in job directories of %s left in place (put there by a job's "
+			   "owner; root removes only the owner's files and its own, and leaves no file system): see "
+			   "%s/.kept.* (findmnt -R %s)", done.kept, dir, dir, dir);
 out:
 	xsite_lua_close(lua);
 	lua = NULL;

@@ -1177,13 +1177,86 @@ static int open_ended_job(const char *dir, uint32_t jobid, uid_t uid, struct sta
 	return 0;
 }
 
+/*
+ * The owner's directories in mpi/ (dir, root's already) made root's too
+ * (take_over), top-down, each one before its entries are read: a process of
+ * the owner's that still holds one open (one of another job on the node)
+ * can add no entry anywhere in the tree once the job has ended.  Never
+ * follows a symlink, enters no mount nor another file system, leaves other
+ * users' directories as they are; at most *budget entries looked at and
+ * XSITE_PRUNE_DEPTH levels.  0: done; 1: past those bounds, what is left
+ * stays the owner's until ReportRetention removes it; -1 with errno: one
+ * could not be taken.
+ */
+static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budget)
+{
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int fd, rc = 0;
+
+	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (rc >= 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+		    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		if (--*budget < 0) {
+			rc = 1;
+			break;
+		}
+		/* not a directory (ENOTDIR, ELOOP), a mount (EXDEV) or gone: as it is */
+		fd = open_here(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && st.st_dev == dev && st.st_uid == owner) {
+			int r = take_over(fd);
+
+			if (r == 0)
+				r = depth < XSITE_PRUNE_DEPTH ? take_over_tree(fd, dev, owner, depth + 1, budget) : 1;
+			if (r < 0 || (r > 0 && rc == 0))
+				rc = r;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * mpi/ (fd), of the job's directory js, made root's again, and the owner's
+ * directories in it (take_over_tree): 0; 1 past take_over_tree's bounds;
+ * -1 with errno (EXDEV: mpi/ is on another file system, not asked).
+ */
+static int take_back(int mpi, const struct stat *js, uid_t uid)
+{
+	struct stat ms;
+	long budget = XSITE_PRUNE_FILES;
+
+	if (fstat(mpi, &ms) < 0)
+		return -1;
+	if (ms.st_dev != js->st_dev) {
+		errno = EXDEV;
+		return -1;
+	}
+	if (take_over(mpi) < 0)
+		return -1;
+	return take_over_tree(mpi, ms.st_dev, uid, 1, &budget);
+}
+
 int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 {
 	char name[16];
-	struct stat ss, js, ms;
+	struct stat ss, js;
 	struct stamp s;
 	const char *why = NULL;	/* mpi/ could not be taken back */
-	int job = -1, mpi = -1, rc;
+	char past[96];
+	int job = -1, mpi = -1, tree, rc;
 
 	*err = NULL;
 	rc = open_ended_job(dir, jobid, uid, &ss, &js, &s, &job, err);
@@ -1191,13 +1264,16 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 		return rc;
 	rc = -1;
 	snprintf(name, sizeof(name), "%u", jobid);
+	snprintf(past, sizeof(past), "the owner's directories in it go past %d entries or %d levels",
+		 XSITE_PRUNE_FILES, XSITE_PRUNE_DEPTH);
 	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	if (mpi >= 0) {
-		/* root's again, and no ACL of the user's gives anyone a way in */
-		if (fstat(mpi, &ms) < 0 || (ms.st_dev == js.st_dev && take_over(mpi) < 0))
-			why = strerror(errno);
-		else if (ms.st_dev != js.st_dev)
-			why = not_here(EXDEV);
+		/* root's again, its directories too, and no ACL of the user's gives anyone a way in */
+		tree = take_back(mpi, &js, uid);
+		if (tree < 0)
+			why = errno == EXDEV ? not_here(EXDEV) : strerror(errno);
+		else if (tree > 0)
+			why = past;
 	} else if (errno == EXDEV) {
 		why = not_here(errno);
 	} else if (errno != ENOENT) {
@@ -1402,7 +1478,8 @@ static int look_here(int dir, const char *name, struct stat *st)
  * Move the directory name under parent (root's: see remove_tree), too deep
  * to remove now, up into ReportDir as .stale.deep.UID.X, made root's first
  * (take_over): a tree of the user's (mpi/) must not come within their reach
- * there.  Another user's directory is not moved (1, counted as kept).
+ * there.  Another user's directory, or one on another file system, is not
+ * moved (1, counted as kept).
  */
 static int move_up(int parent, const char *name, struct walk *w)
 {
@@ -1413,9 +1490,9 @@ static int move_up(int parent, const char *name, struct walk *w)
 	fd = open_here(parent, name, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || st.st_dev != w->dev)
+	if (fstat(fd, &st) < 0)
 		goto out;
-	if (!may_remove(w, &st)) {
+	if (st.st_dev != w->dev || !may_remove(w, &st)) {
 		w->kept++;
 		rc = 1;
 		goto out;
@@ -1460,11 +1537,16 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 	}
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	if (fstat(fd, &st) < 0 || st.st_dev != w->dev) {
+	if (fstat(fd, &st) < 0) {
 		close(fd);
 		return -1;
 	}
-	if (!may_remove(w, &st)) {
+	/*
+	 * Another file system that is no mount (a btrfs subvolume, which its
+	 * owner may make: open_here does not stop there), or another user's
+	 * directory: kept, and told, like a mount of the user's
+	 */
+	if (st.st_dev != w->dev || !may_remove(w, &st)) {
 		close(fd);
 		w->kept++;
 		return 1;
@@ -1532,9 +1614,9 @@ static int remove_tree(int parent, const char *name, int depth, struct walk *w)
 
 /*
  * Whether spool/name is due: a job directory (digits) or one moved aside
- * (.stale.JOBID.X, .new.X), root's, unchanged for retention seconds (a job
- * directory whose end was never seen, or a .new.X: twice that);
- * .stale.deep.X at once.
+ * (.stale.JOBID.X, .new.X), root's, unchanged for retention seconds (a .new.X:
+ * twice that; a job directory whose end was never seen: twice that and at
+ * least XSITE_PRUNE_UNENDED, as its job may still run); .stale.deep.X at once.
  */
 static int due(int spool, const char *name, long retention, time_t now)
 {
@@ -1542,6 +1624,7 @@ static int due(int spool, const char *name, long retention, time_t now)
 	struct stamp s;
 	int fd, ended = 0;
 	const char *p = name;
+	long unended = 2 * retention;
 
 	if (strncmp(name, STALE "deep.", strlen(STALE "deep.")) == 0)
 		return 1;
@@ -1550,6 +1633,8 @@ static int due(int spool, const char *name, long retention, time_t now)
 		ended = 1;	/* an earlier job's: its end is past */
 	} else if (strncmp(name, FRESH, strlen(FRESH)) == 0) {
 		p = "0";
+	} else if (unended < XSITE_PRUNE_UNENDED) {
+		unended = XSITE_PRUNE_UNENDED;
 	}
 	if (*p < '0' || *p > '9')
 		return 0;
@@ -1566,7 +1651,7 @@ static int due(int spool, const char *name, long retention, time_t now)
 		ended = read_stamp(fd, &s) == 0 && s.ended != 0;
 		close(fd);
 	}
-	return ended || now - st.st_mtime >= 2 * retention;
+	return ended || now - st.st_mtime >= unended;
 }
 
 int xsite_report_prune(const char *dir, long retention, time_t now, struct xsite_prune *done,

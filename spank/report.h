@@ -32,6 +32,12 @@ struct xsite_lua;
 #define XSITE_PRUNE_FILES 4096
 /* Directories inside each other that pruning follows (deeper: moved up first). */
 #define XSITE_PRUNE_DEPTH 8
+/*
+ * The least time a job directory whose end was never seen stays unchanged
+ * before pruning takes it (and twice ReportRetention): its job may still be
+ * running, in one long step that touches nothing there.
+ */
+#define XSITE_PRUNE_UNENDED (30L * 86400)
 
 /* What the record needs to know of the step. */
 struct xsite_report_step {
@@ -147,8 +153,8 @@ struct xsite_prune {
 
 /*
  * ReportRetention: remove from ReportDir the job directories that have not
- * changed for retention seconds (the job has ended; twice that when no end
- * was seen), and the ones moved aside.  Bounded work per call: at most
+ * changed for retention seconds (the job has ended; twice that, and at least
+ * XSITE_PRUNE_UNENDED, when no end was seen), and the ones moved aside.  Bounded work per call: at most
  * XSITE_PRUNE_SCAN entries looked at, XSITE_PRUNE_FILES files removed; the
  * next call goes on where this one stopped (ReportDir/.prune).  Symbolic
  * links are removed, never followed; no other file system is entered; a

@@ -515,6 +515,21 @@ static int user_creates(uid_t uid, const char *dir)
 	return user_opens(uid, p, O_WRONLY | O_CREAT | O_EXCL, 0600);
 }
 
+/* Whether uid can create a file in the directory open as dir (as user_opens). */
+static int user_creates_at(uid_t uid, int dir)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(2);
+		_exit(openat(dir, "planted", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) < 0 ? 1 : 0);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static void test_traffic(void)
 {
 	char *err = NULL, *text;
@@ -857,17 +872,30 @@ static void test_reuse(void)
 	struct stat st;
 	char *err = NULL, *text;
 	double secs;
-	int rc, acl;
+	int rc, acl, held, before;
 
 	/* job 120 of nobody runs a step and ends; a new job 120 comes */
 	text = step_with(120, plant_valid, &secs, &err);
 	free(text);
 	free(err);
 	acl = acl_for(path_of("reports/120/mpi"), OTHER);
+	/* a directory of the owner's in mpi/, held open by a process of theirs (of another job on the node) */
+	held = -1;
+	if (mkdir(path_of("reports/120/mpi/sub"), 0700) == 0 && chown(path_of("reports/120/mpi/sub"), owner, owner) == 0 &&
+	    mkdir(path_of("reports/120/mpi/sub/in"), 0700) == 0 &&
+	    chown(path_of("reports/120/mpi/sub/in"), owner, owner) == 0)
+		held = open(path_of("reports/120/mpi/sub/in"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	before = held >= 0 ? user_creates_at(owner, held) : -1;
 	rc = xsite_report_job_end(reports, 120, owner, &err);
 	ok(rc == 0 && stat(path_of("reports/120/mpi"), &st) == 0 && st.st_uid == 0 &&
 	   (st.st_mode & 07777) == 0700 && user_creates(owner, path_of("reports/120/mpi")) == 1,
 	   "at the job's end mpi/ is root's (0700): its owner can no longer write there");
+	diag("job end", err);
+	ok(before == 0 && user_creates_at(owner, held) == 1 && stat(path_of("reports/120/mpi/sub"), &st) == 0 &&
+	   st.st_uid == 0, "the owner's directories in mpi/ are root's too: one a process of theirs holds open "
+	   "takes no new file (before the end: %d)", before);
+	if (held >= 0)
+		close(held);
 	if (acl == 0)
 		ok(getxattr(path_of("reports/120/mpi"), "system.posix_acl_access", NULL, 0) < 0 &&
 		   errno == ENODATA && user_creates(OTHER, path_of("reports/120/mpi")) == 1,
@@ -1044,6 +1072,36 @@ static int deep_entries(int *bad)
 	if (d != NULL)
 		closedir(d);
 	return n;
+}
+
+/*
+ * A job directory whose end was never seen may be a job still running (one
+ * long step touches nothing there): with a short ReportRetention, it stays
+ * XSITE_PRUNE_UNENDED all the same.
+ */
+static void test_prune_unended(void)
+{
+	struct xsite_prune done;
+	char *err = NULL;
+	const long day = 86400;
+	int rc;
+
+	snprintf(reports, sizeof(reports), "%s/prune-unended", tmpdir);
+	prepare(700, owner, &err);
+	free(err);
+	age(path_of("prune-unended/700"), 3 * day);
+	prepare(701, owner, &err);
+	free(err);
+	age(path_of("prune-unended/701"), XSITE_PRUNE_UNENDED + day);
+	err = NULL;
+	rc = xsite_report_prune(reports, day, time(NULL), &done, &err);
+	ok(rc == 0 && access(path_of("prune-unended/700"), F_OK) == 0 &&
+	   access(path_of("prune-unended/701"), F_OK) < 0,
+	   "with ReportRetention=1day a job whose end was never seen stays %ld days (it may still run), then goes",
+	   XSITE_PRUNE_UNENDED / day);
+	diag("prune", err);
+	free(err);
+	snprintf(reports, sizeof(reports), "%s/reports", tmpdir);
 }
 
 static void test_prune(void)
@@ -1873,6 +1931,7 @@ int main(int argc, char **argv)
 	test_reuse();
 	test_spool_lock();
 	test_prune();
+	test_prune_unended();
 	test_prune_foreign();
 	test_wait();
 	test_copy();
