@@ -1183,8 +1183,8 @@ static int open_ended_job(const char *dir, uint32_t jobid, uid_t uid, struct sta
  * the owner's that still holds one open (one of another job on the node)
  * can add no entry anywhere in the tree once the job has ended.  Never
  * follows a symlink, enters no mount nor another file system, leaves other
- * users' directories as they are; at most *budget entries looked at and
- * XSITE_PRUNE_DEPTH levels.  0: done; 1: past those bounds, what is left
+ * users' directories as they are; at most *budget entries (files too)
+ * looked at and XSITE_PRUNE_DEPTH levels.  0: done; 1: past those bounds, what is left
  * stays the owner's until ReportRetention removes it; -1 with errno: one
  * could not be taken.
  */
@@ -1203,13 +1203,15 @@ static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budg
 		return -1;
 	}
 	while (rc >= 0 && (e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-		    (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
+		/* every entry counts: a directory of a million files is no cheaper to read */
 		if (--*budget < 0) {
 			rc = 1;
 			break;
 		}
+		if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+			continue;
 		/* not a directory (ENOTDIR, ELOOP), a mount (EXDEV) or gone: as it is */
 		fd = open_here(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
 		if (fd < 0)
