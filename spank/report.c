@@ -1184,9 +1184,11 @@ static int open_ended_job(const char *dir, uint32_t jobid, uid_t uid, struct sta
  * can add no entry anywhere in the tree once the job has ended.  Never
  * follows a symlink, enters no mount nor another file system, leaves other
  * users' directories as they are; at most *budget entries (files too)
- * looked at and XSITE_PRUNE_DEPTH levels.  0: done; 1: past those bounds, what is left
- * stays the owner's until ReportRetention removes it; -1 with errno: one
- * could not be taken.
+ * looked at and XSITE_PRUNE_DEPTH levels (depth: the level of dir's
+ * entries, mpi/'s being 1).  0: done; 1: not all of it (past those
+ * bounds, or a directory of another file system or user in it: what is
+ * left stays as it is until ReportRetention); -1 with errno: one could not
+ * be taken.
  */
 static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budget)
 {
@@ -1216,13 +1218,19 @@ static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budg
 		fd = open_here(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) == 0 && st.st_dev == dev && st.st_uid == owner) {
-			int r = take_over(fd);
+		if (fstat(fd, &st) < 0) {
+			rc = -1;
+		} else if (st.st_dev == dev && st.st_uid == owner) {
+			int r = depth > XSITE_PRUNE_DEPTH ? 1 : take_over(fd);
 
 			if (r == 0)
-				r = depth < XSITE_PRUNE_DEPTH ? take_over_tree(fd, dev, owner, depth + 1, budget) : 1;
+				r = take_over_tree(fd, dev, owner, depth + 1, budget);
 			if (r < 0 || (r > 0 && rc == 0))
 				rc = r;
+		} else if (st.st_dev != dev || st.st_uid != 0) {
+			/* another file system (a btrfs subvolume), another user's: left, and told */
+			if (rc == 0)
+				rc = 1;
 		}
 		close(fd);
 	}
@@ -1257,7 +1265,7 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 	struct stat ss, js;
 	struct stamp s;
 	const char *why = NULL;	/* mpi/ could not be taken back */
-	char past[96];
+	char past[128];
 	int job = -1, mpi = -1, tree, rc;
 
 	*err = NULL;
@@ -1266,8 +1274,8 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 		return rc;
 	rc = -1;
 	snprintf(name, sizeof(name), "%u", jobid);
-	snprintf(past, sizeof(past), "the owner's directories in it go past %d entries or %d levels",
-		 XSITE_PRUNE_FILES, XSITE_PRUNE_DEPTH);
+	snprintf(past, sizeof(past), "not all of it: past %d entries or %d levels, or another user's directory or "
+		 "file system in it", XSITE_PRUNE_FILES, XSITE_PRUNE_DEPTH);
 	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	if (mpi >= 0) {
 		/* root's again, its directories too, and no ACL of the user's gives anyone a way in */

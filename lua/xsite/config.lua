@@ -531,14 +531,15 @@ function M.slurm_conf_value(text, key)
   return value
 end
 
---- The partitions slurm.conf's text defines (its PartitionName= lines;
--- not those of files it includes): name -> MinNodes (a line without one
--- takes the last `PartitionName=DEFAULT` line's, else 1), and `default`,
--- the name of the one with Default=YES.
+--- The partitions slurm.conf's text defines (its PartitionName= lines, a
+-- line ending in `\` joined with the next, as Slurm does; not those of
+-- files it includes): name -> MinNodes (a line without one takes the last
+-- `PartitionName=DEFAULT` line's, else 1), and `default`, the name of the
+-- one with Default=YES (or true, or 1).
 -- @return { min = { name -> MinNodes }, default = name or nil }
 function M.slurm_partitions(text)
   local out, default_min = { min = {} }, 1
-  for line in text:gmatch("[^\n]+") do
+  for line in text:gsub("\\\r?\n", " "):gmatch("[^\n]+") do
     local l = line:gsub("#.*", "")
     local part = l:match("^%s*[Pp][Aa][Rr][Tt][Ii][Tt][Ii][Oo][Nn][Nn][Aa][Mm][Ee]%s*=%s*(%S+)")
     if part then
@@ -549,7 +550,8 @@ function M.slurm_partitions(text)
         default_min = v or default_min
       else
         out.min[part] = v or default_min
-        if low:find("%f[%w]default%s*=%s*yes") then out.default = part end
+        local d = low:match("%f[%w]default%s*=%s*(%w+)")
+        if d == "yes" or d == "true" or d == "1" then out.default = part end
       end
     end
   end

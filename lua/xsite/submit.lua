@@ -172,7 +172,9 @@ function M.tasks(job_desc, nodes)
   nodes = nodes or count(job_desc, "min_nodes") or 1
   local per_gpu = count(job_desc, "ntasks_per_tres")
   if per_gpu then
-    local gpus = math.max(nodes * (M.gres_units(job_desc.tres_per_node) or 1), M.gres_units(job_desc.tres_per_job) or 0)
+    -- (a count of 0 asks for none: Slurm then gives the tasks GPUs itself)
+    local gpus = math.max(nodes, nodes * (M.gres_units(job_desc.tres_per_node) or 1),
+      M.gres_units(job_desc.tres_per_job) or 0)
     return gpus * per_gpu
   end
   local per = count(job_desc, "ntasks_per_node")

@@ -774,6 +774,10 @@ describe("xsite.config.slurm_partitions", function()
         .. "  PartitionName=Huge MaxNodes=9 MinNodes=8\n#PartitionName=gone MinNodes=50\n"
         .. "PartitionName=odd MinNodes=99999999999 Default=NO\n"))
     assert.are.same({ min = {} }, config.slurm_partitions("SlurmUser=slurm\n"))
+    -- a line continued with `\`, as Slurm joins it; Default=true
+    assert.are.same({ min = { gpu = 4, cpu = 3 }, default = "gpu" },
+      config.slurm_partitions("PartitionName=DEFAULT \\\n  MinNodes=3\nPartitionName=gpu Nodes=g[1-4] \\\r\n"
+        .. "  MinNodes=4 Default=true\nPartitionName=cpu\n"))
   end)
 end)
 

@@ -922,6 +922,9 @@ describe("xsite.submit", function()
     assert.are.equal(8, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL,
       ntasks_per_tres = 2, tres_per_job = "gres/gpu=4" }, cfg))
     assert.are.equal(2, submit.most_nodes({ min_nodes = 1, max_nodes = 2, ntasks_per_tres = 96 }, cfg))
+    -- a count of 0 GPUs a node asks for none: Slurm gives the 96 tasks GPUs itself
+    assert.are.equal(96, submit.most_nodes({ min_nodes = submit.NO_VAL, max_nodes = submit.NO_VAL,
+      ntasks_per_tres = 96, tres_per_node = "gres/gpu:0" }, cfg))
     assert.are.equal(math.huge, submit.gres_units(string.rep("gpu:1,", 200)))
     assert.is_nil(submit.gres_units(nil))
     -- none of them is a one-node job any more

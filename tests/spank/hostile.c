@@ -879,21 +879,26 @@ static void test_reuse(void)
 	free(text);
 	free(err);
 	acl = acl_for(path_of("reports/120/mpi"), OTHER);
-	/* a directory of the owner's in mpi/, held open by a process of theirs (of another job on the node) */
-	held = -1;
-	if (mkdir(path_of("reports/120/mpi/sub"), 0700) == 0 && chown(path_of("reports/120/mpi/sub"), owner, owner) == 0 &&
-	    mkdir(path_of("reports/120/mpi/sub/in"), 0700) == 0 &&
-	    chown(path_of("reports/120/mpi/sub/in"), owner, owner) == 0)
-		held = open(path_of("reports/120/mpi/sub/in"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/*
+	 * directories of the owner's in mpi/, eight levels of them (as deep as
+	 * the job's end goes), the second held open by a process of theirs (of
+	 * another job on the node)
+	 */
+	run("mkdir -p %s/reports/120/mpi/sub/in/3/4/5/6/7/8 && chown -R %u %s/reports/120/mpi/sub", tmpdir,
+	    (unsigned)owner, tmpdir);
+	held = open(path_of("reports/120/mpi/sub/in"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	before = held >= 0 ? user_creates_at(owner, held) : -1;
+	if (held >= 0)
+		unlinkat(held, "planted", 0);
 	rc = xsite_report_job_end(reports, 120, owner, &err);
 	ok(rc == 0 && stat(path_of("reports/120/mpi"), &st) == 0 && st.st_uid == 0 &&
 	   (st.st_mode & 07777) == 0700 && user_creates(owner, path_of("reports/120/mpi")) == 1,
 	   "at the job's end mpi/ is root's (0700): its owner can no longer write there");
 	diag("job end", err);
-	ok(before == 0 && user_creates_at(owner, held) == 1 && stat(path_of("reports/120/mpi/sub"), &st) == 0 &&
-	   st.st_uid == 0, "the owner's directories in mpi/ are root's too: one a process of theirs holds open "
-	   "takes no new file (before the end: %d)", before);
+	ok(before == 0 && user_creates_at(owner, held) == 1 && stat(path_of("reports/120/mpi/sub/in"), &st) == 0 &&
+	   st.st_uid == 0 && stat(path_of("reports/120/mpi/sub/in/3/4/5/6/7/8"), &st) == 0 && st.st_uid == 0,
+	   "the owner's directories in mpi/ are root's too, eight levels down: one a process of theirs holds "
+	   "open takes no new file (before the end: %d)", before);
 	if (held >= 0)
 		close(held);
 	if (acl == 0)
