@@ -1195,13 +1195,16 @@ static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budg
 	struct dirent *e;
 	struct stat st;
 	DIR *d;
-	int fd, rc = 0;
+	int self, fd, rc = 0, saved = 0;
 
-	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
+	self = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (self < 0)
+		return -1;
+	d = fdopendir(self);
 	if (d == NULL) {
-		if (fd >= 0)
-			close(fd);
+		saved = errno;
+		close(self);
+		errno = saved;
 		return -1;
 	}
 	while (rc >= 0 && (e = readdir(d)) != NULL) {
@@ -1215,7 +1218,7 @@ static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budg
 		if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
 			continue;
 		/* not a directory (ENOTDIR, ELOOP), a mount (EXDEV) or gone: as it is */
-		fd = open_here(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+		fd = open_here(self, e->d_name, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
 		if (fd < 0)
 			continue;
 		if (fstat(fd, &st) < 0) {
@@ -1232,9 +1235,13 @@ static int take_over_tree(int dir, dev_t dev, uid_t owner, int depth, long *budg
 			if (rc == 0)
 				rc = 1;
 		}
+		if (rc < 0)
+			saved = errno;	/* close and closedir may change it */
 		close(fd);
 	}
 	closedir(d);
+	if (rc < 0)
+		errno = saved;
 	return rc;
 }
 
