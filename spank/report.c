@@ -1281,16 +1281,17 @@ int xsite_report_job_end(const char *dir, uint32_t jobid, uid_t uid, char **err)
 		return rc;
 	rc = -1;
 	snprintf(name, sizeof(name), "%u", jobid);
-	snprintf(past, sizeof(past), "not all of it: past %d entries or %d levels, or another user's directory or "
-		 "file system in it", XSITE_PRUNE_FILES, XSITE_PRUNE_DEPTH);
 	mpi = open_here(job, MPI_DIR, O_RDONLY | O_DIRECTORY);
 	if (mpi >= 0) {
 		/* root's again, its directories too, and no ACL of the user's gives anyone a way in */
 		tree = take_back(mpi, &js, uid);
 		if (tree < 0)
 			why = errno == EXDEV ? not_here(EXDEV) : strerror(errno);
-		else if (tree > 0)
+		else if (tree > 0) {
+			snprintf(past, sizeof(past), "not all of it: past %d entries or %d levels, or another user's "
+				 "directory or file system in it", XSITE_PRUNE_FILES, XSITE_PRUNE_DEPTH);
 			why = past;
+		}
 	} else if (errno == EXDEV) {
 		why = not_here(errno);
 	} else if (errno != ENOENT) {

@@ -483,10 +483,11 @@ static int acl_for(const char *path, uid_t uid)
 }
 
 /*
- * Whether uid can open path with flags (and mode, for O_CREAT), in a child
- * with uid's ids: 0 yes, 1 no, else the child failed.
+ * Whether uid can open path (under the directory open as dir, as openat)
+ * with flags (and mode, for O_CREAT), in a child with uid's ids: 0 yes, 1
+ * no, else the child failed.
  */
-static int user_opens(uid_t uid, const char *path, int flags, mode_t mode)
+static int user_opens_at(uid_t uid, int dir, const char *path, int flags, mode_t mode)
 {
 	pid_t pid = fork();
 	int status = 0;
@@ -494,10 +495,16 @@ static int user_opens(uid_t uid, const char *path, int flags, mode_t mode)
 	if (pid == 0) {
 		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
 			_exit(2);
-		_exit(open(path, flags, mode) < 0 ? 1 : 0);
+		_exit(openat(dir, path, flags, mode) < 0 ? 1 : 0);
 	}
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Whether uid can open path (as user_opens_at). */
+static int user_opens(uid_t uid, const char *path, int flags, mode_t mode)
+{
+	return user_opens_at(uid, AT_FDCWD, path, flags, mode);
 }
 
 /* Whether uid can read path (as user_opens). */
@@ -518,16 +525,7 @@ static int user_creates(uid_t uid, const char *dir)
 /* Whether uid can create a file in the directory open as dir (as user_opens). */
 static int user_creates_at(uid_t uid, int dir)
 {
-	pid_t pid = fork();
-	int status = 0;
-
-	if (pid == 0) {
-		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-			_exit(2);
-		_exit(openat(dir, "planted", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) < 0 ? 1 : 0);
-	}
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return user_opens_at(uid, dir, "planted", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 }
 
 static void test_traffic(void)
