@@ -11,6 +11,7 @@
 -- @module xsite.mapping
 
 local hostlist = require("xsite.hostlist")
+local json = require("xsite.json")
 local shell = require("xsite.shell")
 
 local M = {}
@@ -142,6 +143,36 @@ function M.graph_of_edges(n, edges)
     b[#b + 1], b[#b + 2] = i, sum[k]
   end
   return { n = n, adj = adj }
+end
+
+--- The communication graph of a step's traffic (xsite.traffic's reading of
+-- libxsite's record): from its matrix, or from its edges, the matrix's
+-- entries that are not 0 (`[i, j, bytes]`, ranks from 0), which libxsite
+-- writes instead beyond XSITE_MATRIX_MAX ranks.
+-- @param mpi { ranks = n, matrix = …, edges = … } (either may be absent or
+--   JSON null)
+-- @return the graph (see `graph`), or nil and a message
+function M.graph_of_traffic(mpi)
+  local n = mpi.ranks
+  if type(n) ~= "number" or n < 1 or n ~= math.floor(n) then return nil, "the record has no rank count" end
+  if json.present(mpi.matrix) then
+    local m, err = M.check_matrix(mpi.matrix)
+    if not m then return nil, err end
+    if m ~= n then return nil, string.format("the matrix has %d ranks, the record %s", m, tostring(n)) end
+    return M.graph(mpi.matrix)
+  end
+  if not json.present(mpi.edges) then return nil, "the record has no matrix and no edges" end
+  if type(mpi.edges) ~= "table" then return nil, "the record's edges are not a list" end
+  local list = {}
+  for k, e in ipairs(mpi.edges) do
+    local i, j, b = type(e) == "table" and e[1], type(e) == "table" and e[2], type(e) == "table" and e[3]
+    if not (type(i) == "number" and type(j) == "number" and type(b) == "number" and i >= 0 and i < n
+        and j >= 0 and j < n and i == math.floor(i) and j == math.floor(j) and b >= 0 and b < math.huge) then
+      return nil, string.format("edge %d of the traffic record is not [rank, rank, bytes]", k)
+    end
+    list[k] = { i + 1, j + 1, b }
+  end
+  return M.graph_of_edges(n, list)
 end
 
 --- Bytes that cross between the two sides of an assignment of a graph's

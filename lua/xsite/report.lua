@@ -240,13 +240,14 @@ local function detail_of(mpi)
     for _, list in pairs(mpi.sites) do n = n + (type(list) == "table" and #list or 0) end
   end
   if type(mpi.matrix) == "table" then n = n + #mpi.matrix * #mpi.matrix end
+  if type(mpi.edges) == "table" then n = n + 3 * #mpi.edges end
   return n
 end
 
--- A step's per-rank detail (sites, matrix) taken out, with a note why.
+-- A step's per-rank detail (sites, matrix or edges) taken out, with a note why.
 local function drop_detail(step, why)
-  step.mpi.sites, step.mpi.matrix = json.null, json.null
-  step.notes[#step.notes + 1] = "per-rank detail (sites, matrix) not kept: " .. why
+  step.mpi.sites, step.mpi.matrix, step.mpi.edges = json.null, json.null, json.null
+  step.notes[#step.notes + 1] = "per-rank detail (sites, matrix, edges) not kept: " .. why
 end
 
 -- The record keeps the per-rank detail of one step: of those that hold it
@@ -921,22 +922,23 @@ function M.svg(rec, acct, max_slowdown)
   return table.concat(o, "\n") .. "\n"
 end
 
---- The most job directories of ReportDir that `earlier_matrix` reads (the
+--- The most job directories of ReportDir that `earlier_traffic` reads (the
 -- newest job ids first).
 M.MAX_EARLIER = 64
 
---- The traffic matrix of the latest earlier run of a profile: in the newest
--- records of ReportDir that the caller can read, the last step with a
--- matrix of `ranks` ranks of a job of `uid` run with the profile `label`.
--- Runs as the user (xsite map, for xsite-run): records of other users'
--- jobs are not readable and are passed over.
+--- The communication graph of the latest earlier run of a profile: in the
+-- newest records of ReportDir that the caller can read, the last step with
+-- a traffic matrix or edges (xsite.mapping.graph_of_traffic) of `ranks`
+-- ranks, of a job of `uid` run with the profile `label`.  Runs as the user
+-- (xsite map, for xsite-run): records of other users' jobs are not readable
+-- and are passed over.
 -- @param dir ReportDir
 -- @param label the profile's label (as the record has it: a name, a class,
 --   or an explicit spec without blanks)
--- @param ranks the rank count the matrix must have
+-- @param ranks the rank count the step must have
 -- @param uid the job owner's uid
--- @return the matrix and the job id, or nil and why none was found
-function M.earlier_matrix(dir, label, ranks, uid)
+-- @return the graph and the job id, or nil and why none was found
+function M.earlier_traffic(dir, label, ranks, uid)
   local text, ok = shell.run({ "find", dir, "-mindepth", "1", "-maxdepth", "1", "-type", "d",
     "-name", "[0-9]*", "-printf", "%f\n" }, { timeout = 30, stderr = "drop" })
   if not ok then return nil, string.format("cannot list %s", dir) end
@@ -951,9 +953,8 @@ function M.earlier_matrix(dir, label, ranks, uid)
     if rec and rec.uid == uid and present(rec.profile) and rec.profile.label == label then
       for k = #rec.steps, 1, -1 do
         local mpi = rec.steps[k].mpi
-        if present(mpi) and type(mpi.matrix) == "table" and mapping.check_matrix(mpi.matrix) == ranks then
-          return mpi.matrix, rec.job
-        end
+        local g = present(mpi) and mpi.ranks == ranks and mapping.graph_of_traffic(mpi)
+        if g then return g, rec.job end
       end
     end
   end

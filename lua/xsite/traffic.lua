@@ -9,7 +9,8 @@
 --       "sites": { SITE: [ranks…], … } | null,
 --       "cross": { "bytes", "messages", "p2p_bytes", "p2p_messages",
 --                  "coll_bytes", "coll_messages" },
---       "matrix": [[bytes rank i to rank j …] …] | null, … }
+--       "matrix": [[bytes rank i to rank j …] …] | null,
+--       "edges": [[i, j, bytes rank i to rank j], …] | null, … }
 --
 -- docs/report.md describes every field.
 -- @module xsite.traffic
@@ -25,13 +26,13 @@ M.VERSION = 1
 M.MAX_SIZE = 1048576
 --- How a traffic record is decoded (xsite.json.decode limits): libxsite's
 -- record nests 3 deep, its strings are site and host names, and a matrix of
--- 1024 ranks (XSITE_MATRIX_MAX) with its per-rank entries stays within
--- max_values; its keys are short words, a string of 32 bytes or more is
--- a long host name, one a rank at most, and a number a counter (at most 20
--- digits) or a time.  Root reads none of per_rank (checked, not made), so
--- the record makes a few dozen strings: max_strings, max_long_strings and
--- max_number bound what text built to collide in Lua's string table can
--- cost.
+-- 1024 ranks (XSITE_MATRIX_MAX, 512 by default) or 262 144 edges
+-- (XSITE_EDGES_MAX) with its per-rank entries stays within max_values; its
+-- keys are short words, a string of 32 bytes or more is a long host name,
+-- one a rank at most, and a number a counter (at most 20 digits) or a
+-- time.  Root reads none of per_rank (checked, not made), so the record
+-- makes a few dozen strings: max_strings, max_long_strings and max_number
+-- bound what text built to collide in Lua's string table can cost.
 M.JSON = { max_depth = 8, max_items = 1048576, max_string = 256, max_values = 2097152, max_long_strings = 4096,
   max_number = 31, max_strings = 4096, skip = { per_rank = true } }
 --- The most ranks a traffic record may claim (MPI counts ranks in an int).
@@ -90,7 +91,7 @@ local function checked(t, opts)
   end
   local m = { ranks = ranks, cross_bytes = c.bytes, cross_messages = c.messages,
     p2p_bytes = c.p2p_bytes, p2p_messages = c.p2p_messages, coll_bytes = c.coll_bytes,
-    coll_messages = c.coll_messages, sites = json.null, matrix = json.null }
+    coll_messages = c.coll_messages, sites = json.null, matrix = json.null, edges = json.null }
   if present(t.sites) then
     check(type(t.sites) == "table" and not json.is_array(t.sites), "traffic record: sites", "not an object")
     -- libxsite lists each site's ranks in increasing order, and a list
@@ -146,6 +147,18 @@ local function checked(t, opts)
     m.matrix = mx
     m.detail = (m.detail or 0) + ranks * ranks
   end
+  if present(t.edges) then
+    check(not present(t.matrix), "traffic record: edges", "beside a matrix (one or the other)")
+    local ed = t.edges
+    check(json.is_array(ed), "traffic record: edges", "not a list")
+    for k = 1, #ed do
+      local e = ed[k]
+      check(json.is_array(e) and #e == 3 and is_count(e[1], ranks - 1) and is_count(e[2], ranks - 1)
+        and is_counter(e[3]), "traffic record: edges[" .. k .. "]", "not [rank, rank, bytes]")
+    end
+    m.edges = ed
+    m.detail = (m.detail or 0) + 3 * #ed
+  end
   return m
 end
 
@@ -156,8 +169,8 @@ end
 --   none), `job` (the job id it must name), `sites` (the configured site
 --   names its sites must be among)
 -- @return the step's MPI part { ranks, cross_bytes, cross_messages,
---   p2p_bytes, p2p_messages, coll_bytes, coll_messages, sites, matrix
---   (json.null when absent), detail (numbers of per-rank detail) }, or nil
+--   p2p_bytes, p2p_messages, coll_bytes, coll_messages, sites, matrix,
+--   edges (json.null when absent), detail (numbers of per-rank detail) }, or nil
 --   and one line that says why (a user's text in it made printable)
 function M.decode(text, opts)
   opts = opts or {}

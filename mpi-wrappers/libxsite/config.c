@@ -26,7 +26,8 @@ enum kind { ONOFF, INT, PATH, AUTO_ONOFF, AUTO_INT };
  * would not match (different pieces, steps, paths or gathers) and the job
  * would hang; xs_config_agree checks it.  XSITE_INIT_FENCE must be equal too
  * but cannot be checked: the check is a message, and a message may go only
- * after the fence.  XSITE_VERBOSE and XSITE_TRAFFIC_FILE are world rank 0's.
+ * after the fence.  XSITE_VERBOSE, XSITE_TRAFFIC_FILE and XSITE_EDGES_MAX are
+ * world rank 0's.
  */
 enum agree { ANY, SAME };
 
@@ -60,8 +61,10 @@ static const struct tunable {
 	  "node level inside a site (auto: where a site has several nodes with several ranks)" },
 	{ "XSITE_NODE_SIZE", INT, SAME, "0", 0, 1 << 20, FIELD(node_size),
 	  "for tests: every N consecutive ranks of a site form a node (0: MPI_COMM_TYPE_SHARED)" },
-	{ "XSITE_MATRIX_MAX", INT, SAME, "1024", 0, 1 << 16, FIELD(matrix_max),
+	{ "XSITE_MATRIX_MAX", INT, SAME, "512", 0, 1 << 16, FIELD(matrix_max),
 	  "largest job (ranks) whose rank x rank traffic matrix goes into the record" },
+	{ "XSITE_EDGES_MAX", INT, ANY, "262144", 0, 1 << 22, FIELD(edges_max),
+	  "beyond XSITE_MATRIX_MAX ranks: most entries of the traffic matrix that are not 0 the record lists" },
 	{ "XSITE_HANDOFF", INT, SAME, "2", 0, XS_HANDOFF_MAX, FIELD(handoff),
 	  "timed calls of each, libxsite's and the MPI library's, before the faster keeps a collective and size (0: libxsite's)" },
 	{ "XSITE_TRAFFIC_FILE", PATH, ANY, "", 0, 0, FIELD(traffic),

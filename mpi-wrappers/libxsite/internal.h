@@ -37,6 +37,7 @@ struct xs_config {
 	int node_level;      /* XSITE_NODE_LEVEL */
 	int node_size;       /* XSITE_NODE_SIZE */
 	int matrix_max;      /* XSITE_MATRIX_MAX */
+	int edges_max;       /* XSITE_EDGES_MAX (world rank 0's) */
 	int handoff;         /* XSITE_HANDOFF (at most XS_HANDOFF_MAX) */
 	const char *traffic; /* XSITE_TRAFFIC_FILE (NULL: none) */
 };

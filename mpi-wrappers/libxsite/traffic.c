@@ -12,7 +12,9 @@
  *    algorithm would send, from the xs_model_* functions below.  That is an
  *    approximation of what the library really does; README.md lists it.
  * At MPI_Finalize the rows and counters go to world rank 0, which writes one
- * JSON record for the job step when XSITE_TRAFFIC_FILE is set.
+ * JSON record for the job step when XSITE_TRAFFIC_FILE is set: the whole
+ * matrix up to XSITE_MATRIX_MAX ranks, its entries that are not 0 (edges)
+ * beyond, up to XSITE_EDGES_MAX of them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -461,9 +463,22 @@ static int expand(const char *pat, char *out, size_t n)
 	return 0;
 }
 
-static void write_json(FILE *f, const struct rec *recs, const uint64_t *mat,
+/*
+ * The record's traffic detail: the whole matrix (mat, n x n), or, beyond
+ * XSITE_MATRIX_MAX ranks, each rank's entries that are not 0 (edges: the
+ * pairs (to, bytes) of rank i from edges[2 * first[i]], nnz[i] of them).
+ * Both NULL: neither is written.
+ */
+struct detail {
+	uint64_t *mat;
+	uint64_t *edges;
+	int *nnz, *first;
+};
+
+static void write_json(FILE *f, const struct rec *recs, const struct detail *d,
 		       const uint64_t tot_b[2], const uint64_t tot_m[2])
 {
+	const uint64_t *mat = d->mat;
 	int n = xs_wsize, i, j, first;
 
 	fprintf(f, "{\"version\":1,\"job\":");
@@ -518,11 +533,30 @@ static void write_json(FILE *f, const struct rec *recs, const uint64_t *mat,
 		}
 		fputc(']', f);
 	}
+	fputs(",\n\"edges\":", f);
+	if (!d->edges) {
+		fputs("null", f);
+	} else {
+		first = 1;
+		fputc('[', f);
+		for (i = 0; i < n; i++) {
+			const uint64_t *e = d->edges + 2 * (size_t)d->first[i];
+
+			for (j = 0; j < d->nnz[i]; j++, e += 2) {
+				fprintf(f, "%s[%d,%llu,%llu]", first ? "" : ",", i,
+					(unsigned long long)e[0], (unsigned long long)e[1]);
+				first = 0;
+			}
+			if (d->nnz[i])
+				fputc('\n', f);
+		}
+		fputc(']', f);
+	}
 	fputs("}\n", f);
 }
 
 /* the record, to a temporary name (O_EXCL|O_NOFOLLOW, 0640), then renamed */
-static void write_record(const struct rec *recs, const uint64_t *mat,
+static void write_record(const struct rec *recs, const struct detail *d,
 			 const uint64_t tot_b[2], const uint64_t tot_m[2])
 {
 	char path[4096], tmp[4096 + 32];
@@ -546,7 +580,7 @@ static void write_record(const struct rec *recs, const uint64_t *mat,
 		close(fd);
 		goto fail;
 	}
-	write_json(f, recs, mat, tot_b, tot_m);
+	write_json(f, recs, d, tot_b, tot_m);
 	if (fflush(f) != 0 || ferror(f) || fsync(fd) != 0)
 		err = errno ? errno : EIO;
 	if (fclose(f) != 0 && !err)
@@ -565,14 +599,97 @@ fail:
 	unlink(tmp);
 }
 
+/*
+ * Beyond XSITE_MATRIX_MAX ranks: each rank's entries of the matrix that are
+ * not 0, gathered at world rank 0 (into d->nnz, d->first, allocated there)
+ * as (to, bytes) pairs when there are at most XSITE_EDGES_MAX in all;
+ * d->edges stays NULL past it, or when a rank has no memory for them: every
+ * rank learns it from one broadcast and leaves the gather out.  Collective
+ * on MPI_COMM_WORLD.
+ */
+static int gather_edges(struct detail *d)
+{
+	uint64_t *mine = NULL;
+	int nmine = 0, take = 0, *counts = NULL, i, j, rc;
+	long total = 0;
+
+	for (j = 0; j < xs_wsize; j++)
+		nmine += row[j] != 0;
+	mine = malloc(2 * (size_t)(nmine ? nmine : 1) * sizeof(uint64_t));
+	if (!mine)
+		nmine = -1;   /* rank 0 sees it, and nothing is gathered */
+	rc = PMPI_Gather(&nmine, 1, MPI_INT, d->nnz, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (rc != MPI_SUCCESS)
+		goto out;
+	if (xs_wrank == 0 && d->nnz && d->first) {
+		for (i = 0; i < xs_wsize && total <= xs_cfg.edges_max; i++) {
+			if (d->nnz[i] < 0)
+				break;
+			d->first[i] = (int)total;
+			total += d->nnz[i];
+		}
+		take = i == xs_wsize && total <= xs_cfg.edges_max;
+		if (take) {
+			counts = malloc((2 * (size_t)xs_wsize + 1) * sizeof(int));
+			d->edges = malloc(2 * (size_t)(total ? total : 1) * sizeof(uint64_t));
+			take = counts && d->edges;
+		}
+		if (!take && total <= xs_cfg.edges_max)
+			xs_log("xsite:traffic: out of memory for the record's edges (%s)",
+			       i < xs_wsize ? "on another rank" : "rank 0");
+		else if (!take && xs_cfg.verbose)
+			xs_log("xsite:traffic: more than XSITE_EDGES_MAX (%d) entries of the matrix "
+			       "are not 0: the record has none", xs_cfg.edges_max);
+	}
+	rc = PMPI_Bcast(&take, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (rc != MPI_SUCCESS || !take || !mine)   /* (no mine: rank 0 saw -1) */
+		goto out;
+	for (j = 0, i = 0; j < xs_wsize; j++)
+		if (row[j]) {
+			mine[i++] = (uint64_t)j;
+			mine[i++] = row[j];
+		}
+	if (counts && d->nnz && d->first)   /* rank 0 */
+		for (i = 0; i < xs_wsize; i++) {
+			counts[i] = 2 * d->nnz[i];                 /* receive counts */
+			counts[xs_wsize + i] = 2 * d->first[i];    /* displacements */
+		}
+	rc = PMPI_Gatherv(mine, 2 * nmine, MPI_UINT64_T, d->edges, counts,
+			  counts ? counts + xs_wsize : NULL, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+out:
+	free(mine);
+	free(counts);
+	if (xs_wrank == 0 && (!take || rc != MPI_SUCCESS)) {
+		free(d->edges);
+		d->edges = NULL;
+	}
+	return rc;
+}
+
 void xs_traffic_finalize(void)
 {
 	struct rec me, *recs = NULL;
-	uint64_t *mat = NULL, tot_b[2] = { 0, 0 }, tot_m[2] = { 0, 0 };
+	struct detail d = { NULL, NULL, NULL, NULL };
+	uint64_t tot_b[2] = { 0, 0 }, tot_m[2] = { 0, 0 };
 	int want = 0, matrix, i;
 
-	if (xs_wrank == 0)
-		want = xs_cfg.traffic != NULL || xs_cfg.verbose;
+	/* what rank 0 wants: 0 nothing (or no memory for it), 1 the totals
+	 * and the matrix up to XSITE_MATRIX_MAX ranks, 2 the edges beyond */
+	matrix = xs_wsize <= xs_cfg.matrix_max;
+	if (xs_wrank == 0 && (xs_cfg.traffic != NULL || xs_cfg.verbose)) {
+		want = matrix || xs_cfg.edges_max == 0 || !xs_cfg.traffic ? 1 : 2;
+		recs = calloc((size_t)xs_wsize, sizeof(*recs));
+		if (matrix)
+			d.mat = calloc((size_t)xs_wsize * (size_t)xs_wsize, sizeof(uint64_t));
+		if (want == 2) {
+			d.nnz = calloc((size_t)xs_wsize, sizeof(int));
+			d.first = calloc((size_t)xs_wsize, sizeof(int));
+		}
+		if (!recs || (matrix && !d.mat) || (want == 2 && (!d.nnz || !d.first))) {
+			xs_log("xsite:traffic: out of memory for the record");
+			want = 0;
+		}
+	}
 	if (PMPI_Bcast(&want, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS || !want)
 		goto out;
 	memset(&me, 0, sizeof(me));
@@ -583,23 +700,15 @@ void xs_traffic_finalize(void)
 	me.site = mysite;
 	if (gethostname(me.host, sizeof(me.host) - 1) != 0)
 		strcpy(me.host, "?");
-	matrix = xs_wsize <= xs_cfg.matrix_max;
-	if (xs_wrank == 0) {
-		recs = calloc((size_t)xs_wsize, sizeof(*recs));
-		if (matrix)
-			mat = calloc((size_t)xs_wsize * (size_t)xs_wsize, sizeof(uint64_t));
-		if (!recs || (matrix && !mat)) {
-			xs_log("xsite:traffic: out of memory for the record");
-			/* the others still take part in the gathers below */
-		}
-	}
 	if (PMPI_Gather(&me, sizeof(me), MPI_BYTE, recs, sizeof(me), MPI_BYTE, 0,
 			MPI_COMM_WORLD) != MPI_SUCCESS)
 		goto out;
-	if (matrix && PMPI_Gather(row, xs_wsize, MPI_UINT64_T, mat, xs_wsize,
+	if (matrix && PMPI_Gather(row, xs_wsize, MPI_UINT64_T, d.mat, xs_wsize,
 				  MPI_UINT64_T, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
 		goto out;
-	if (xs_wrank != 0 || !recs || (matrix && !mat))
+	if (want == 2 && gather_edges(&d) != MPI_SUCCESS)
+		goto out;
+	if (xs_wrank != 0 || !recs)
 		goto out;
 	for (i = 0; i < xs_wsize; i++) {
 		tot_b[0] += recs[i].cross_b[0];
@@ -614,10 +723,13 @@ void xs_traffic_finalize(void)
 		       (unsigned long long)tot_m[0] + tot_m[1],
 		       (unsigned long long)tot_b[0], (unsigned long long)tot_b[1]);
 	if (xs_cfg.traffic)
-		write_record(recs, mat, tot_b, tot_m);
+		write_record(recs, &d, tot_b, tot_m);
 out:
 	free(recs);
-	free(mat);
+	free(d.mat);
+	free(d.edges);
+	free(d.nnz);
+	free(d.first);
 	free(row);
 	row = NULL;
 	free(ptab);

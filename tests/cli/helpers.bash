@@ -22,10 +22,14 @@ xsite_command() {
   export XSITE
 }
 
-# earlier_report DIR JOB UID PROFILE MATRIX: a job's report in DIR (ReportDir),
-# with one step whose traffic matrix is MATRIX (JSON)
+# earlier_report DIR JOB UID PROFILE DETAIL [RANKS]: a job's report in DIR
+# (ReportDir), of UID's job JOB run with PROFILE, whose one step had RANKS
+# ranks (4) and DETAIL: a traffic matrix ([[...]]) or libxsite's edges
+# ("edges":[[i,j,bytes],...])
 earlier_report() {
+  local detail=$5 ranks=${6:-4}
+  [[ $detail == '"'* ]] || detail="\"matrix\":$detail"
   mkdir -p "$1/$2"
-  printf '{"schema":"xsite-report","version":1,"job":"%s","uid":%s,"sites":["alpha","beta"],"nodes":{"split":[2,2]},"link":{"latency":0.001,"bandwidth":1.25e8},"profile":{"label":"%s"},"steps":[{"step":"0","mpi":{"ranks":4,"matrix":%s}}]}\n' \
-    "$2" "$3" "$4" "$5" >"$1/$2/report.json"
+  printf '{"schema":"xsite-report","version":1,"job":"%s","uid":%s,"sites":["alpha","beta"],"nodes":{"split":[2,2]},"link":{"latency":0.001,"bandwidth":1.25e8},"profile":{"label":"%s"},"steps":[{"step":"0","mpi":{"ranks":%s,%s}}]}\n' \
+    "$2" "$3" "$4" "$ranks" "$detail" >"$1/$2/report.json"
 }

@@ -141,7 +141,7 @@ fake_allocation() {
       rows[#rows + 1] = "[" .. table.concat(r, ",") .. "]"
     end
     io.write("[" .. table.concat(rows, ",") .. "]")')
-  earlier_report "$dir" 41 "$(id -u)" halo "$matrix"
+  earlier_report "$dir" 41 "$(id -u)" halo "$matrix" 8
   "$XSITE" config "$XSITE_CONF" --set "ReportDir=$dir" >"$BATS_TEST_TMPDIR/xsite.conf"
   export XSITE_CONF=$BATS_TEST_TMPDIR/xsite.conf SLURM_SPANK__SLURM_SPANK_OPTION_xsite_comm_profile=halo
   run -0 --separate-stderr "$RUN" --dry-run ./app

@@ -330,7 +330,13 @@ with_link_state() {
   assert_output "xsite map: --comm-graph: $f: traffic record: version: not 1 (2)"
   printf '{"version":1,"ranks":2,%s,"matrix":null}\n' "$cross" >"$f"
   run -1 "${map[@]}"
-  assert_output --partial "$f: the record has no matrix"
+  assert_output --partial "$f: the record has no matrix and no edges"
+  printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]],"edges":[[0,1,1]]}\n' "$cross" >"$f"
+  run -1 "${map[@]}"
+  assert_output "xsite map: --comm-graph: $f: traffic record: edges: beside a matrix (one or the other)"
+  printf '{"version":1,"ranks":2,%s,"matrix":null,"edges":[[0,1,1],[1,2,1]]}\n' "$cross" >"$f"
+  run -1 "${map[@]}"
+  assert_output "xsite map: --comm-graph: $f: traffic record: edges[2]: not [rank, rank, bytes]"
   printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]]}\n' "$cross" >"$f"
   run -0 "${map[@]}" --format json
 }
@@ -340,6 +346,13 @@ with_link_state() {
   # bytes; a bisection that keeps each pair at one site cuts none
   local f=$BATS_TEST_TMPDIR/rec.json cross='"cross":{"bytes":0,"messages":0,"p2p_bytes":0,"p2p_messages":0,"coll_bytes":0,"coll_messages":0}'
   printf '{"version":1,"ranks":4,%s,"matrix":[[0,0,500,0],[0,0,0,500],[500,0,0,0],[0,500,0,0]]}\n' "$cross" >"$f"
+  run -0 --separate-stderr xsite --config "$REPO/site-configs/testbed.conf" map --nodelist alpha1,beta1 \
+    --tasks-per-node '2(x2)' --comm-graph "$f" --format json
+  run -0 jq -r '"\(.cross_bytes) \(.cross_bytes_site_major) \(.placed_by)"' <<<"$output"
+  [[ $output == "0 2000 metis" || $output == "0 2000 kernighan-lin" ]]
+  # the same traffic as libxsite writes it beyond XSITE_MATRIX_MAX ranks
+  printf '{"version":1,"ranks":4,%s,"matrix":null,"edges":[[0,2,500],[1,3,500],[2,0,500],[3,1,500]]}\n' \
+    "$cross" >"$f"
   run -0 --separate-stderr xsite --config "$REPO/site-configs/testbed.conf" map --nodelist alpha1,beta1 \
     --tasks-per-node '2(x2)' --comm-graph "$f" --format json
   run -0 jq -r '"\(.cross_bytes) \(.cross_bytes_site_major) \(.placed_by)"' <<<"$output"
@@ -354,7 +367,7 @@ with_link_state() {
   # newer, but another user's job, another profile, or another rank count
   earlier_report "$dir" 101 $((me + 1)) halo '[[0,500,0,0],[500,0,0,0],[0,0,0,500],[0,0,500,0]]'
   earlier_report "$dir" 102 "$me" other '[[0,500,0,0],[500,0,0,0],[0,0,0,500],[0,0,500,0]]'
-  earlier_report "$dir" 103 "$me" halo '[[0,1],[1,0]]'
+  earlier_report "$dir" 103 "$me" halo '[[0,1],[1,0]]' 2
   local map=(xsite --config "$REPO/site-configs/testbed.conf" map --nodelist 'alpha1,beta1' --tasks-per-node '2(x2)'
     --report-dir "$dir" --format json)
   run -0 --separate-stderr "${map[@]}" --comm-profile halo
@@ -365,13 +378,18 @@ with_link_state() {
   run -0 --separate-stderr "${map[@]}" --comm-profile 'op=1e9, b=1e9, x=1e6'
   run -0 jq -r '.traffic_of_job' <<<"$output"
   assert_output "104"
+  # a newer run that kept edges (beyond XSITE_MATRIX_MAX ranks), not a matrix
+  earlier_report "$dir" 105 "$me" halo '"edges":[[0,2,500],[1,3,500],[2,0,500],[3,1,500]]'
+  run -0 --separate-stderr "${map[@]}" --comm-profile halo
+  run -0 jq -r '"\(.traffic_of_job) \(.cross_bytes) \(.cross_bytes_site_major)"' <<<"$output"
+  assert_output "105 0 2000"
   # no earlier run: site by site, and --verbose says why
   run -0 --separate-stderr "${map[@]}" --comm-profile gromacs --verbose
   # (a later `run` clears $stderr from bats 1.12)
   local said=$stderr
   run -0 jq -r '"\(.traffic_of_job) \(.placed_by) \([.ranks[].site] | join(","))"' <<<"$output"
   assert_output "null null alpha,alpha,beta,beta"
-  [[ $said == *"no record of an earlier run of profile 'gromacs' with 4 ranks among the 5 newest in $dir; site by site"* ]]
+  [[ $said == *"no record of an earlier run of profile 'gromacs' with 4 ranks among the 6 newest in $dir; site by site"* ]]
 }
 
 @test "config --set takes each key out of its line and writes it at the end; the result is checked" {

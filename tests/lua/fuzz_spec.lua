@@ -528,18 +528,22 @@ local TRAFFIC_START
 local function gen_traffic(r, i)
   if i % 10 == 0 then return random_bytes(r, 200) end
   local ranks = r(6)
-  local sites, matrix = { alpha = json.array({}), beta = json.array({}) }, json.array({})
+  local sites, matrix, edges = { alpha = json.array({}), beta = json.array({}) }, json.array({}), json.array({})
   for k = 0, ranks - 1 do
     local list = sites[k % 2 == 0 and "alpha" or "beta"]
     list[#list + 1] = k
     local row = json.array({})
-    for j = 1, ranks do row[j] = r(100000) - 1 end
+    for j = 1, ranks do
+      row[j] = r(100000) - 1
+      if row[j] % 2 == 0 then edges[#edges + 1] = json.array({ k, j - 1, row[j] }) end
+    end
     matrix[k + 1] = row
   end
   local p2p, coll, pm, cm = r(1e6), r(1e6), r(1e3), r(1e3)
   local s = json.encode({ version = 1, job = r(2) == 1 and 42 or "42", step = 0, ranks = ranks, sites = sites,
     cross = { bytes = p2p + coll, messages = pm + cm, p2p_bytes = p2p, p2p_messages = pm, coll_bytes = coll,
       coll_messages = cm }, matrix = r(3) == 1 and json.null or matrix })
+  if r(3) == 1 then s = s:gsub('"matrix":%b[]', '"matrix":null,"edges":' .. json.encode(edges)) end
   if r(5) == 1 then return s end
   return mutate(r, s, TRAFFIC_TOKENS)
 end

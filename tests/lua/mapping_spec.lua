@@ -1,5 +1,6 @@
 local h = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helpers.lua")
 local mapping = require("xsite.mapping")
+local json = require("xsite.json")
 
 local function zeros(n)
   local w = {}
@@ -115,6 +116,40 @@ describe("xsite.mapping", function()
       local expected = mapping.cut_bytes(w, side)
       assert.are.equal(expected, mapping.cut(mapping.graph(w), side))
       assert.are.equal(expected, mapping.cut(mapping.graph_of_edges(n, edges), side))
+    end
+  end)
+
+  it("makes one graph of a traffic record's matrix and of its edges (ranks from 0), and names a bad edge", function()
+    local rand = h.random(12)
+    for _ = 1, 10 do
+      local n = 2 + rand(12)
+      local w, edges = zeros(n), json.array({})
+      for i = 1, n do
+        for j = 1, n do
+          if rand(3) == 0 then
+            w[i][j] = rand(1000)
+            edges[#edges + 1] = json.array({ i - 1, j - 1, w[i][j] })
+          end
+        end
+      end
+      local from_matrix = assert(mapping.graph_of_traffic({ ranks = n, matrix = w, edges = json.null }))
+      local from_edges = assert(mapping.graph_of_traffic({ ranks = n, matrix = json.null, edges = edges }))
+      assert.are.same(mapping.graph(w), from_matrix)
+      assert.are.same(from_matrix, from_edges)
+    end
+    for _, case in ipairs({
+      { { ranks = 2, edges = { { 0, 2, 1 } } }, "edge 1 of the traffic record is not %[rank, rank, bytes%]" },
+      { { ranks = 2, edges = { { 0, 1, 1 }, { 0, 0.5, 1 } } }, "edge 2 " },
+      { { ranks = 2, edges = { { 0, 1, -1 } } }, "edge 1 " },
+      { { ranks = 2, edges = { { 0, 1, 0 / 0 } } }, "edge 1 " },
+      { { ranks = 2, edges = { "x" } }, "edge 1 " },
+      { { ranks = 3, matrix = { { 0, 1 }, { 1, 0 } } }, "the matrix has 2 ranks, the record 3" },
+      { { ranks = 2, matrix = json.null, edges = json.null }, "the record has no matrix and no edges" },
+      { { matrix = { { 0 } } }, "the record has no rank count" },
+    }) do
+      local g, err = mapping.graph_of_traffic(case[1])
+      assert.is_nil(g)
+      assert.matches(case[2], err)
     end
   end)
 

@@ -91,6 +91,24 @@ describe("xsite.report", function()
     assert.is_true(report.validate(rec))
   end)
 
+  it("keeps the edges libxsite writes beyond XSITE_MATRIX_MAX ranks, and counts them as detail", function()
+    local edges = { { 0, 1, 5000 }, { 1, 0, 7 } }
+    local rec, log = ended(cfg(), nil, traffic(5000, 10, { matrix = json.null, edges = edges }))
+    assert.are.same({}, log)
+    assert.are.same(edges, rec.steps[1].mpi.edges)
+    assert.are.equal(json.null, rec.steps[1].mpi.matrix)
+    assert.is_true(report.validate(rec))
+    local max_detail = report.MAX_DETAIL
+    report.MAX_DETAIL = 2 + 5 -- the sites' 2 ranks, and one edge less than the record has
+    local ok, err = pcall(function()
+      rec = ended(cfg(), nil, traffic(5000, 10, { matrix = json.null, edges = edges }))
+      assert.are.equal(json.null, rec.steps[1].mpi.edges)
+      assert.are.same({ "per-rank detail (sites, matrix, edges) not kept: more than 7 numbers" }, rec.steps[1].notes)
+    end)
+    report.MAX_DETAIL = max_detail
+    assert(ok, err)
+  end)
+
   it("keeps the note when there is no traffic record", function()
     local rec = ended(cfg(), nil, nil, "no MPI traffic record (libxsite not loaded)")
     assert.are.equal(json.null, rec.steps[1].mpi)
@@ -133,6 +151,16 @@ describe("xsite.report", function()
       "traffic record: matrix row 1: not byte counts" },
     ["with a fraction of a byte in the matrix"] = { traffic_raw({ matrix = "[[0,0.5],[0,0]]" }),
       "traffic record: matrix row 1: not byte counts" },
+    ["with both a matrix and edges"] = { traffic(1, 1, { edges = { { 0, 1, 1 } } }),
+      "traffic record: edges: beside a matrix %(one or the other%)" },
+    ["with an edge to a rank past the last"] = { traffic(1, 1, { matrix = json.null, edges = { { 0, 2, 1 } } }),
+      "traffic record: edges%[1%]: not %[rank, rank, bytes%]" },
+    ["with an edge of two numbers"] = { traffic(1, 1, { matrix = json.null, edges = { { 0, 1, 1 }, { 0, 1 } } }),
+      "traffic record: edges%[2%]: not %[rank, rank, bytes%]" },
+    ["with a negative byte count in an edge"] = { traffic_raw({ matrix = "null", edges = "[[0,1,-1]]" }),
+      "traffic record: edges%[1%]: not %[rank, rank, bytes%]" },
+    ["with edges as an object"] = { traffic_raw({ matrix = "null", edges = '{"0":[0,1,1]}' }),
+      "traffic record: edges: not a list" },
     ["with a fraction of a count"] = { traffic_raw({ cross = '{"bytes":1.5,"messages":1,"p2p_bytes":1.5,'
       .. '"p2p_messages":1,"coll_bytes":0,"coll_messages":0}' }), "traffic record: cross%.bytes: not a count" },
     ["with an infinite count"] = { traffic_raw({ cross = '{"bytes":1e999,"messages":1,"p2p_bytes":1e999,'
@@ -284,6 +312,19 @@ describe("xsite.report", function()
     assert.are.equal("12", printable(12.0))
   end)
 
+  -- a step's end with a traffic record of at most 1 MiB, in fewer than 40
+  -- million Lua VM instructions
+  local function step_end_bounded(text)
+    assert.is_true(#text <= 1048576, #text)
+    local hook, mask, count = debug.gethook()
+    local instructions = 0
+    debug.sethook(function() instructions = instructions + 1000 end, "", 1000)
+    local rec = report.step_end(json.encode(start(cfg())), 1010, text, nil, nil)
+    debug.sethook(hook, mask, count)
+    assert.is_true(instructions < 40e6, instructions .. " VM instructions")
+    return rec
+  end
+
   it("decodes and checks a 1 MiB traffic record with bounded work", function()
     -- the worst case for work: a matrix of zeros, as many numbers as fit
     local n = 720
@@ -292,14 +333,18 @@ describe("xsite.report", function()
     for i = 0, n - 1 do sites[#sites + 1] = i end
     local text = traffic_raw({ ranks = tostring(n), matrix = "[" .. string.rep(row .. ",", n - 1) .. row .. "]",
       sites = json.encode({ a = sites }) })
-    assert.is_true(#text <= 1048576, #text)
-    local hook, mask, count = debug.gethook()
-    local instructions = 0
-    debug.sethook(function() instructions = instructions + 1000 end, "", 1000)
-    local rec = report.step_end(json.encode(start(cfg())), 1010, text, nil, nil)
-    debug.sethook(hook, mask, count)
+    local rec = step_end_bounded(text)
     assert.are.equal(n, rec.steps[1].mpi.ranks)
-    assert.is_true(instructions < 40e6, instructions .. " VM instructions")
+  end)
+
+  it("decodes and checks a 1 MiB traffic record of edges with bounded work", function()
+    -- as many edges of one byte as fit in TrafficMaxSize
+    local n, parts = 1000, {}
+    for k = 0, 80000 do parts[#parts + 1] = string.format("[%d,%d,1]", k % n, (k * 7 + 1) % n) end
+    local text = traffic_raw({ ranks = tostring(n), matrix = "null", sites = "null",
+      edges = "[" .. table.concat(parts, ",") .. "]" })
+    local rec = step_end_bounded(text)
+    assert.are.equal(80001, #rec.steps[1].mpi.edges)
   end)
 
   it("keeps a record bounded: steps past MAX_STEPS are counted, per-rank detail of one step", function()
@@ -321,9 +366,10 @@ describe("xsite.report", function()
       assert.are.equal(2, rec.steps_dropped)
       assert.are.equal(json.null, rec.steps[1].mpi.matrix)
       assert.are.equal(json.null, rec.steps[1].mpi.sites)
-      assert.are.same({ "per-rank detail (sites, matrix) not kept: a record keeps one step's, step 3's (2 ranks)" },
+      assert.are.same(
+        { "per-rank detail (sites, matrix, edges) not kept: a record keeps one step's, step 3's (2 ranks)" },
         rec.steps[1].notes)
-      assert.are.same({ "per-rank detail (sites, matrix) not kept: more than 11 numbers" }, rec.steps[2].notes)
+      assert.are.same({ "per-rank detail (sites, matrix, edges) not kept: more than 11 numbers" }, rec.steps[2].notes)
       assert.are.equal(json.null, rec.steps[2].mpi.matrix)
       assert.are.equal(1, rec.steps[2].mpi.cross_bytes)
       assert.are.same({ { 0, 1 }, { 0, 0 } }, rec.steps[3].mpi.matrix)

@@ -571,12 +571,13 @@ static void first_field(struct text *t, const struct text *field)
 
 /*
  * libxsite's record for job 42: ranks 1..8 split between alpha and beta,
- * counts that add up, a matrix or null.  *valid: nothing was changed.
+ * counts that add up, a matrix, or its edges beside a null matrix, or
+ * neither.  *valid: nothing was changed.
  */
 static void gen_traffic(struct text *t, int *valid)
 {
 	static struct text extra;
-	int ranks = 1 + (int)pick(8), r, c, i, k, matrix = (int)pick(4) != 0;
+	int ranks = 1 + (int)pick(8), r, c, i, k, first, matrix = (int)pick(4);
 	unsigned long long p2p = pick(1000000), coll = pick(1000000), pm = pick(1000), cm = pick(1000);
 
 	t->n = 0;
@@ -611,8 +612,21 @@ static void gen_traffic(struct text *t, int *valid)
 		add(t, "%s{\"rank\":%d,\"site\":\"%s\",\"host\":\"node%d\",\"cross_bytes\":0,"
 		    "\"cross_messages\":0}", r ? "," : "", r, r < (ranks + 1) / 2 ? "alpha" : "beta", r);
 	add(t, "],\n\"matrix\":");
-	if (!matrix) {
-		add(t, "null");
+	if (matrix < 2) {
+		add(t, "null,\"edges\":");
+		if (matrix == 0) {
+			add(t, "null");
+		} else {
+			add(t, "[");
+			for (r = 0, first = 1; r < ranks; r++)
+				for (c = 0; c < ranks; c++)
+					if (pick(2)) {
+						add(t, "%s[%d,%d,%llu]", first ? "" : ",", r, c,
+						    (unsigned long long)pick(100000));
+						first = 0;
+					}
+			add(t, "]");
+		}
 	} else {
 		add(t, "[");
 		for (r = 0; r < ranks; r++) {

@@ -26,14 +26,15 @@ Usage: xsite map [--nodelist LIST] [--tasks-per-node SPEC]
 
 Order an allocation's task slots site by site, for srun's SLURM_HOSTFILE
 (--distribution=arbitrary) or Open MPI's rankfile; with --comm-graph, the
-traffic matrix a previous run recorded (libxsite's record), choose which
+traffic a previous run recorded (libxsite's record), choose which
 ranks go to which site so that the fewest bytes cross the link (METIS's
 gpmetis and, up to 512 ranks, xsite's own Kernighan-Lin: the smaller cut).
 
   --nodelist LIST        the nodes (default: $SLURM_JOB_NODELIST)
   --tasks-per-node SPEC  e.g. 2(x4) (default: $SLURM_TASKS_PER_NODE)
-  --comm-graph FILE      a traffic record with a "matrix" of bytes rank to rank
-  --comm-profile P       without --comm-graph: the matrix of the latest earlier
+  --comm-graph FILE      a traffic record with a "matrix" or "edges" of bytes
+                         rank to rank
+  --comm-profile P       without --comm-graph: the traffic of the latest earlier
                          run of your jobs with profile P and as many ranks, from
                          their reports in ReportDir (none found: site by site)
   --report-dir DIR       where the reports are (default: ReportDir of xsite.conf)
@@ -42,21 +43,23 @@ gpmetis and, up to 512 ranks, xsite's own Kernighan-Lin: the smaller cut).
 ]=],
 }
 
--- The traffic matrix of a libxsite record (xsite.traffic reads it; the
--- command runs as the user, so no size cap).
-local function read_matrix(path)
+-- The communication graph of a libxsite record, from its matrix or its
+-- edges (xsite.traffic reads it; the command runs as the user, so no size
+-- cap).
+local function read_graph(path)
   local f, rerr = io.open(path, "rb")
   if not f then return nil, rerr end
   local text = f:read("*a") or ""
   f:close()
   local t, terr = traffic.decode(text, { max_size = false })
   if not t then return nil, path .. ": " .. terr end
-  if t.matrix == json.null then
-    return nil, path .. ": the record has no matrix (libxsite keeps one up to XSITE_MATRIX_MAX ranks)"
+  if t.matrix == json.null and t.edges == json.null then
+    return nil, path .. ": the record has no matrix and no edges (libxsite keeps a matrix up to XSITE_MATRIX_MAX"
+      .. " ranks, the edges beyond it up to XSITE_EDGES_MAX of them)"
   end
-  local n, merr = mapping.check_matrix(t.matrix)
-  if not n then return nil, path .. ": " .. merr end
-  return t.matrix
+  local g, gerr = mapping.graph_of_traffic(t)
+  if not g then return nil, path .. ": " .. gerr end
+  return g
 end
 
 function M.run(opts, _, io_, global)
@@ -89,13 +92,13 @@ function M.run(opts, _, io_, global)
   if not m then err(io_, "xsite map: %s\n", merr) return 1 end
   local na = m.per_site[cfg.sites[1].name]
   local ranks, cut, start, method = m.slots, nil, nil, nil
-  local w, from, from_job
+  local g, from, from_job
   if opts["comm-graph"] then
-    local werr
-    w, werr = read_matrix(opts["comm-graph"])
-    if not w then err(io_, "xsite map: --comm-graph: %s\n", werr) return 1 end
-    if #w ~= #m.slots then
-      err(io_, "xsite map: --comm-graph: the record has %d ranks, the allocation %d task slots\n", #w, #m.slots)
+    local gerr
+    g, gerr = read_graph(opts["comm-graph"])
+    if not g then err(io_, "xsite map: --comm-graph: %s\n", gerr) return 1 end
+    if g.n ~= #m.slots then
+      err(io_, "xsite map: --comm-graph: the record has %d ranks, the allocation %d task slots\n", g.n, #m.slots)
       return 1
     end
   elseif opts["comm-profile"] then
@@ -104,15 +107,15 @@ function M.run(opts, _, io_, global)
     -- is looked for as given
     local p = profile.resolve(opts["comm-profile"], cfg)
     local job_or_why
-    w, job_or_why = report.earlier_matrix(opts["report-dir"] or cfg.policy.report_dir,
+    g, job_or_why = report.earlier_traffic(opts["report-dir"] or cfg.policy.report_dir,
       p and profile.label(p) or opts["comm-profile"], #m.slots, fs.euid())
-    from_job = w and job_or_why
-    from = w and string.format("the traffic of job %s (profile %s)", job_or_why, opts["comm-profile"])
-    if not w and opts.verbose then err(io_, "xsite map: --comm-profile: %s; site by site\n", job_or_why) end
+    from_job = g and job_or_why
+    from = g and string.format("the traffic of job %s (profile %s)", job_or_why, opts["comm-profile"])
+    if not g and opts.verbose then err(io_, "xsite map: --comm-profile: %s; site by site\n", job_or_why) end
   end
-  if w then
+  if g then
     local side, note
-    side, cut, start, method, note = mapping.bisect(w, na)
+    side, cut, start, method, note = mapping.bisect_graph(g, na)
     if note then err(io_, "xsite map: METIS not used (%s)\n", note) end
     ranks = mapping.assign(m.slots, side, na)
   end
