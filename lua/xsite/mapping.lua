@@ -147,8 +147,8 @@ end
 
 --- The communication graph of a step's traffic (xsite.traffic's reading of
 -- libxsite's record): from its matrix, or from its edges, the matrix's
--- entries that are not 0 (`[i, j, bytes]`, ranks from 0), which libxsite
--- writes instead beyond XSITE_MATRIX_MAX ranks.
+-- entries that are not 0 (a flat list of triples i, j, bytes; ranks from
+-- 0), which libxsite writes instead beyond XSITE_MATRIX_MAX ranks.
 -- @param mpi { ranks = n, matrix = …, edges = … } (either may be absent or
 --   JSON null)
 -- @return the graph (see `graph`), or nil and a message
@@ -163,14 +163,15 @@ function M.graph_of_traffic(mpi)
   end
   if not json.present(mpi.edges) then return nil, "the record has no matrix and no edges" end
   if type(mpi.edges) ~= "table" then return nil, "the record's edges are not a list" end
-  local list = {}
-  for k, e in ipairs(mpi.edges) do
-    local i, j, b = type(e) == "table" and e[1], type(e) == "table" and e[2], type(e) == "table" and e[3]
+  local ed, list = mpi.edges, {}
+  if #ed % 3 ~= 0 then return nil, "the record's edges are not i, j, bytes triples" end
+  for k = 1, #ed, 3 do
+    local i, j, b = ed[k], ed[k + 1], ed[k + 2]
     if not (type(i) == "number" and type(j) == "number" and type(b) == "number" and i >= 0 and i < n
         and j >= 0 and j < n and i == math.floor(i) and j == math.floor(j) and b >= 0 and b < math.huge) then
-      return nil, string.format("edge %d of the traffic record is not [rank, rank, bytes]", k)
+      return nil, string.format("edge %d of the traffic record is not rank, rank, bytes", (k + 2) / 3)
     end
-    list[k] = { i + 1, j + 1, b }
+    list[#list + 1] = { i + 1, j + 1, b }
   end
   return M.graph_of_edges(n, list)
 end

@@ -30,7 +30,8 @@
 --                    "mpi": { "ranks": 8, "cross_bytes": …, "cross_messages": …,
 --                             "p2p_bytes": …, "coll_bytes": …,
 --                             "sites": { "alpha": [0, 1, 2, 3], … },
---                             "matrix": [[…], …] | null } | null,
+--                             "matrix": [[…], …] | null,
+--                             "edges": [i, j, bytes, …] | null } | null,
 --                    "notes": [ … ] } ],
 --       "steps_dropped": 0,                    -- steps past MAX_STEPS, not kept
 --       "notes": [ … ] }
@@ -101,8 +102,8 @@ M.MAX_SLURM_NODES = 65536
 M.MAX_SLURM_FILE = 9 * 1048576
 M.SLURM_JSON = { max_depth = 1, max_string = M.MAX_SLURM_NODES }
 
---- The most numbers of per-rank detail (a traffic matrix and the sites' rank
--- lists) a step keeps; a step past it keeps its totals only.
+--- The most numbers of per-rank detail (a traffic matrix or its edges, and
+-- the sites' rank lists) a step keeps; a step past it keeps its totals only.
 M.MAX_DETAIL = 1048576
 
 local function is_num(v) return type(v) == "number" and v == v and v >= 0 and v < math.huge end
@@ -240,7 +241,7 @@ local function detail_of(mpi)
     for _, list in pairs(mpi.sites) do n = n + (type(list) == "table" and #list or 0) end
   end
   if type(mpi.matrix) == "table" then n = n + #mpi.matrix * #mpi.matrix end
-  if type(mpi.edges) == "table" then n = n + 3 * #mpi.edges end
+  if type(mpi.edges) == "table" then n = n + #mpi.edges end
   return n
 end
 

@@ -10,7 +10,7 @@
 --       "cross": { "bytes", "messages", "p2p_bytes", "p2p_messages",
 --                  "coll_bytes", "coll_messages" },
 --       "matrix": [[bytes rank i to rank j …] …] | null,
---       "edges": [[i, j, bytes rank i to rank j], …] | null, … }
+--       "edges": [i, j, bytes rank i to rank j, …] | null, … }
 --
 -- docs/report.md describes every field.
 -- @module xsite.traffic
@@ -148,16 +148,19 @@ local function checked(t, opts)
     m.detail = (m.detail or 0) + ranks * ranks
   end
   if present(t.edges) then
+    -- one flat list of numbers, as a matrix row is: no table for each edge
+    -- (memory), and no string for each when it is written again (a short
+    -- string's hash takes all its bytes, which its writer chooses)
     check(not present(t.matrix), "traffic record: edges", "beside a matrix (one or the other)")
     local ed = t.edges
-    check(json.is_array(ed), "traffic record: edges", "not a list")
-    for k = 1, #ed do
-      local e = ed[k]
-      check(json.is_array(e) and #e == 3 and is_count(e[1], ranks - 1) and is_count(e[2], ranks - 1)
-        and is_counter(e[3]), "traffic record: edges[" .. k .. "]", "not [rank, rank, bytes]")
+    check(json.is_array(ed) and #ed % 3 == 0, "traffic record: edges", "not a list of i, j, bytes triples")
+    for k = 1, #ed, 3 do
+      if not (is_count(ed[k], ranks - 1) and is_count(ed[k + 1], ranks - 1) and is_counter(ed[k + 2])) then
+        check(false, "traffic record: edges", string.format("triple %d is not rank, rank, bytes", (k + 2) / 3))
+      end
     end
     m.edges = ed
-    m.detail = (m.detail or 0) + 3 * #ed
+    m.detail = (m.detail or 0) + #ed
   end
   return m
 end

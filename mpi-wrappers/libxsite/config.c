@@ -63,7 +63,7 @@ static const struct tunable {
 	  "for tests: every N consecutive ranks of a site form a node (0: MPI_COMM_TYPE_SHARED)" },
 	{ "XSITE_MATRIX_MAX", INT, SAME, "512", 0, 1 << 16, FIELD(matrix_max),
 	  "largest job (ranks) whose rank x rank traffic matrix goes into the record" },
-	{ "XSITE_EDGES_MAX", INT, ANY, "262144", 0, 1 << 22, FIELD(edges_max),
+	{ "XSITE_EDGES_MAX", INT, ANY, "262144", 0, 262144, FIELD(edges_max),
 	  "beyond XSITE_MATRIX_MAX ranks: most entries of the traffic matrix that are not 0 the record lists" },
 	{ "XSITE_HANDOFF", INT, SAME, "2", 0, XS_HANDOFF_MAX, FIELD(handoff),
 	  "timed calls of each, libxsite's and the MPI library's, before the faster keeps a collective and size (0: libxsite's)" },

@@ -13,8 +13,9 @@
  *    approximation of what the library really does; README.md lists it.
  * At MPI_Finalize the rows and counters go to world rank 0, which writes one
  * JSON record for the job step when XSITE_TRAFFIC_FILE is set: the whole
- * matrix up to XSITE_MATRIX_MAX ranks, its entries that are not 0 (edges)
- * beyond, up to XSITE_EDGES_MAX of them.
+ * matrix up to XSITE_MATRIX_MAX ranks, its entries that are not 0 (edges,
+ * one flat list of i, j, bytes triples) beyond, up to XSITE_EDGES_MAX of
+ * them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -543,7 +544,7 @@ static void write_json(FILE *f, const struct rec *recs, const struct detail *d,
 			const uint64_t *e = d->edges + 2 * (size_t)d->first[i];
 
 			for (j = 0; j < d->nnz[i]; j++, e += 2) {
-				fprintf(f, "%s[%d,%llu,%llu]", first ? "" : ",", i,
+				fprintf(f, "%s%d,%llu,%llu", first ? "" : ",", i,
 					(unsigned long long)e[0], (unsigned long long)e[1]);
 				first = 0;
 			}
@@ -615,7 +616,7 @@ static int gather_edges(struct detail *d)
 
 	for (j = 0; j < xs_wsize; j++)
 		nmine += row[j] != 0;
-	mine = malloc(2 * (size_t)(nmine ? nmine : 1) * sizeof(uint64_t));
+	mine = calloc(2 * (size_t)(nmine ? nmine : 1), sizeof(uint64_t));
 	if (!mine)
 		nmine = -1;   /* rank 0 sees it, and nothing is gathered */
 	rc = PMPI_Gather(&nmine, 1, MPI_INT, d->nnz, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -623,7 +624,7 @@ static int gather_edges(struct detail *d)
 		goto out;
 	if (xs_wrank == 0 && d->nnz && d->first) {
 		for (i = 0; i < xs_wsize && total <= xs_cfg.edges_max; i++) {
-			if (d->nnz[i] < 0)
+			if (d->nnz[i] < 0)   /* that rank had no memory */
 				break;
 			d->first[i] = (int)total;
 			total += d->nnz[i];
@@ -635,8 +636,8 @@ static int gather_edges(struct detail *d)
 			take = counts && d->edges;
 		}
 		if (!take && total <= xs_cfg.edges_max)
-			xs_log("xsite:traffic: out of memory for the record's edges (%s)",
-			       i < xs_wsize ? "on another rank" : "rank 0");
+			xs_log("xsite:traffic: out of memory for the record's edges (rank %d)",
+			       i < xs_wsize ? i : 0);
 		else if (!take && xs_cfg.verbose)
 			xs_log("xsite:traffic: more than XSITE_EDGES_MAX (%d) entries of the matrix "
 			       "are not 0: the record has none", xs_cfg.edges_max);
@@ -644,7 +645,9 @@ static int gather_edges(struct detail *d)
 	rc = PMPI_Bcast(&take, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	if (rc != MPI_SUCCESS || !take || !mine)   /* (no mine: rank 0 saw -1) */
 		goto out;
-	for (j = 0, i = 0; j < xs_wsize; j++)
+	/* (bounded by what was counted: a thread of an erroneous program may
+	 * still be sending) */
+	for (j = 0, i = 0; j < xs_wsize && i < 2 * nmine; j++)
 		if (row[j]) {
 			mine[i++] = (uint64_t)j;
 			mine[i++] = row[j];

@@ -48,13 +48,13 @@ local function halo(px, py, number)
 end
 
 -- libxsite's record of that traffic, as it writes it beyond XSITE_MATRIX_MAX
--- ranks: each rank's sends that are not 0 as [i, j, bytes] (ranks from 0),
+-- ranks: each rank's sends that are not 0 as i, j, bytes (ranks from 0),
 -- with one per_rank entry a rank
 local function record(p, edges)
   local sent = {}
   for _, e in ipairs(edges) do
-    sent[#sent + 1] = string.format("[%d,%d,%d]", e[1] - 1, e[2] - 1, BYTES)
-    sent[#sent + 1] = string.format("[%d,%d,%d]", e[2] - 1, e[1] - 1, BYTES)
+    sent[#sent + 1] = string.format("%d,%d,%d", e[1] - 1, e[2] - 1, BYTES)
+    sent[#sent + 1] = string.format("%d,%d,%d", e[2] - 1, e[1] - 1, BYTES)
   end
   local a, b, per = {}, {}, {}
   for r = 0, p - 1 do

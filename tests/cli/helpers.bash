@@ -25,7 +25,7 @@ xsite_command() {
 # earlier_report DIR JOB UID PROFILE DETAIL [RANKS]: a job's report in DIR
 # (ReportDir), of UID's job JOB run with PROFILE, whose one step had RANKS
 # ranks (4) and DETAIL: a traffic matrix ([[...]]) or libxsite's edges
-# ("edges":[[i,j,bytes],...])
+# ("edges":[i,j,bytes,...])
 earlier_report() {
   local detail=$5 ranks=${6:-4}
   [[ $detail == '"'* ]] || detail="\"matrix\":$detail"

@@ -331,12 +331,17 @@ with_link_state() {
   printf '{"version":1,"ranks":2,%s,"matrix":null}\n' "$cross" >"$f"
   run -1 "${map[@]}"
   assert_output --partial "$f: the record has no matrix and no edges"
-  printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]],"edges":[[0,1,1]]}\n' "$cross" >"$f"
+  printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]],"edges":[0,1,1]}\n' "$cross" >"$f"
   run -1 "${map[@]}"
   assert_output "xsite map: --comm-graph: $f: traffic record: edges: beside a matrix (one or the other)"
-  printf '{"version":1,"ranks":2,%s,"matrix":null,"edges":[[0,1,1],[1,2,1]]}\n' "$cross" >"$f"
+  printf '{"version":1,"ranks":2,%s,"matrix":null,"edges":[0,1,1,1,2,1]}\n' "$cross" >"$f"
   run -1 "${map[@]}"
-  assert_output "xsite map: --comm-graph: $f: traffic record: edges[2]: not [rank, rank, bytes]"
+  assert_output "xsite map: --comm-graph: $f: traffic record: edges: triple 2 is not rank, rank, bytes"
+  # the rank count is checked first: a record that claims 2^31 - 1 ranks
+  # builds nothing
+  printf '{"version":1,"ranks":2147483647,%s,"matrix":null,"edges":[]}\n' "$cross" >"$f"
+  run -1 "${map[@]}"
+  assert_output "xsite map: --comm-graph: $f: the record has 2147483647 ranks, the allocation 2 task slots"
   printf '{"version":1,"ranks":2,%s,"matrix":[[0,1],[1,0]]}\n' "$cross" >"$f"
   run -0 "${map[@]}" --format json
 }
@@ -351,7 +356,7 @@ with_link_state() {
   run -0 jq -r '"\(.cross_bytes) \(.cross_bytes_site_major) \(.placed_by)"' <<<"$output"
   [[ $output == "0 2000 metis" || $output == "0 2000 kernighan-lin" ]]
   # the same traffic as libxsite writes it beyond XSITE_MATRIX_MAX ranks
-  printf '{"version":1,"ranks":4,%s,"matrix":null,"edges":[[0,2,500],[1,3,500],[2,0,500],[3,1,500]]}\n' \
+  printf '{"version":1,"ranks":4,%s,"matrix":null,"edges":[0,2,500,1,3,500,2,0,500,3,1,500]}\n' \
     "$cross" >"$f"
   run -0 --separate-stderr xsite --config "$REPO/site-configs/testbed.conf" map --nodelist alpha1,beta1 \
     --tasks-per-node '2(x2)' --comm-graph "$f" --format json
@@ -379,7 +384,7 @@ with_link_state() {
   run -0 jq -r '.traffic_of_job' <<<"$output"
   assert_output "104"
   # a newer run that kept edges (beyond XSITE_MATRIX_MAX ranks), not a matrix
-  earlier_report "$dir" 105 "$me" halo '"edges":[[0,2,500],[1,3,500],[2,0,500],[3,1,500]]'
+  earlier_report "$dir" 105 "$me" halo '"edges":[0,2,500,1,3,500,2,0,500,3,1,500]'
   run -0 --separate-stderr "${map[@]}" --comm-profile halo
   run -0 jq -r '"\(.traffic_of_job) \(.cross_bytes) \(.cross_bytes_site_major)"' <<<"$output"
   assert_output "105 0 2000"

@@ -220,7 +220,7 @@ check_site_major() {
 	local first
 	first=$(sed -n 's/^job=//p' <<<"$output")
 	run -0 report_of "$first" 0
-	run -0 jq '.profile.label, (.steps[] | select(.step == "0") | .mpi | .matrix, (.edges | length > 8))' \
+	run -0 jq '.profile.label, (.steps[] | select(.step == "0") | .mpi | .matrix, (.edges | length > 24))' \
 		<<<"$output"
 	assert_output "$(printf '"low"\nnull\ntrue')"
 	# the second run of the profile, with no flag: partners at one site

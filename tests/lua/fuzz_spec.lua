@@ -535,7 +535,7 @@ local function gen_traffic(r, i)
     local row = json.array({})
     for j = 1, ranks do
       row[j] = r(100000) - 1
-      if row[j] % 2 == 0 then edges[#edges + 1] = json.array({ k, j - 1, row[j] }) end
+      if row[j] % 2 == 0 then edges[#edges + 1], edges[#edges + 2], edges[#edges + 3] = k, j - 1, row[j] end
     end
     matrix[k + 1] = row
   end

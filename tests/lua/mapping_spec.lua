@@ -128,7 +128,7 @@ describe("xsite.mapping", function()
         for j = 1, n do
           if rand(3) == 0 then
             w[i][j] = rand(1000)
-            edges[#edges + 1] = json.array({ i - 1, j - 1, w[i][j] })
+            edges[#edges + 1], edges[#edges + 2], edges[#edges + 3] = i - 1, j - 1, w[i][j]
           end
         end
       end
@@ -138,11 +138,12 @@ describe("xsite.mapping", function()
       assert.are.same(from_matrix, from_edges)
     end
     for _, case in ipairs({
-      { { ranks = 2, edges = { { 0, 2, 1 } } }, "edge 1 of the traffic record is not %[rank, rank, bytes%]" },
-      { { ranks = 2, edges = { { 0, 1, 1 }, { 0, 0.5, 1 } } }, "edge 2 " },
-      { { ranks = 2, edges = { { 0, 1, -1 } } }, "edge 1 " },
-      { { ranks = 2, edges = { { 0, 1, 0 / 0 } } }, "edge 1 " },
-      { { ranks = 2, edges = { "x" } }, "edge 1 " },
+      { { ranks = 2, edges = { 0, 2, 1 } }, "edge 1 of the traffic record is not rank, rank, bytes" },
+      { { ranks = 2, edges = { 0, 1, 1, 0, 0.5, 1 } }, "edge 2 " },
+      { { ranks = 2, edges = { 0, 1, -1 } }, "edge 1 " },
+      { { ranks = 2, edges = { 0, 1, 0 / 0 } }, "edge 1 " },
+      { { ranks = 2, edges = { "x", 1, 1 } }, "edge 1 " },
+      { { ranks = 2, edges = { 0, 1 } }, "the record's edges are not i, j, bytes triples" },
       { { ranks = 3, matrix = { { 0, 1 }, { 1, 0 } } }, "the matrix has 2 ranks, the record 3" },
       { { ranks = 2, matrix = json.null, edges = json.null }, "the record has no matrix and no edges" },
       { { matrix = { { 0 } } }, "the record has no rank count" },

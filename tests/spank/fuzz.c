@@ -621,7 +621,7 @@ static void gen_traffic(struct text *t, int *valid)
 			for (r = 0, first = 1; r < ranks; r++)
 				for (c = 0; c < ranks; c++)
 					if (pick(2)) {
-						add(t, "%s[%d,%d,%llu]", first ? "" : ",", r, c,
+						add(t, "%s%d,%d,%llu", first ? "" : ",", r, c,
 						    (unsigned long long)pick(100000));
 						first = 0;
 					}

@@ -43,16 +43,19 @@ gpmetis and, up to 512 ranks, xsite's own Kernighan-Lin: the smaller cut).
 ]=],
 }
 
--- The communication graph of a libxsite record, from its matrix or its
--- edges (xsite.traffic reads it; the command runs as the user, so no size
--- cap).
-local function read_graph(path)
+-- The communication graph of a libxsite record of `n` ranks, from its
+-- matrix or its edges (xsite.traffic reads it; the command runs as the
+-- user, so no size cap).
+local function read_graph(path, n)
   local f, rerr = io.open(path, "rb")
   if not f then return nil, rerr end
   local text = f:read("*a") or ""
   f:close()
   local t, terr = traffic.decode(text, { max_size = false })
   if not t then return nil, path .. ": " .. terr end
+  if t.ranks ~= n then
+    return nil, string.format("%s: the record has %d ranks, the allocation %d task slots", path, t.ranks, n)
+  end
   if t.matrix == json.null and t.edges == json.null then
     return nil, path .. ": the record has no matrix and no edges (libxsite keeps a matrix up to XSITE_MATRIX_MAX"
       .. " ranks, the edges beyond it up to XSITE_EDGES_MAX of them)"
@@ -95,12 +98,8 @@ function M.run(opts, _, io_, global)
   local g, from, from_job
   if opts["comm-graph"] then
     local gerr
-    g, gerr = read_graph(opts["comm-graph"])
+    g, gerr = read_graph(opts["comm-graph"], #m.slots)
     if not g then err(io_, "xsite map: --comm-graph: %s\n", gerr) return 1 end
-    if g.n ~= #m.slots then
-      err(io_, "xsite map: --comm-graph: the record has %d ranks, the allocation %d task slots\n", g.n, #m.slots)
-      return 1
-    end
   elseif opts["comm-profile"] then
     -- the label the job's report has: through the profile's own `label`
     -- (an explicit spec loses its blanks); a profile that does not resolve
