@@ -86,7 +86,7 @@ end
 -- The fields of a job description Slurm keeps in 16 bits: their "no
 -- value" is NO_VAL16.  Every other count is 32 bits, where 0xfffe (65534)
 -- is a count like any other (`-N1-65534`).
-local U16 = { ntasks_per_node = true, cpus_per_task = true, ntasks_per_tres = true }
+local U16 = { ntasks_per_node = true, cpus_per_task = true, ntasks_per_tres = true, sockets_per_node = true }
 
 local NO_VAL, NO_VAL16, INFINITE, INFINITE16 = M.NO_VAL, M.NO_VAL16, M.INFINITE, M.INFINITE16
 
@@ -160,7 +160,10 @@ function M.tres_licenses(tres)
 end
 
 --- The tasks a job asks for: num_tasks, else, with --ntasks-per-gpu, that
--- many for each GPU of the job (at least one a node), else, with
+-- many for each GPU of the job (at least one a node; --gpus-per-socket
+-- counts for each of --sockets-per-node, as Slurm's GRES count of the job
+-- does: gres_job_state_validate, then num_tasks = GPUs x
+-- ntasks_per_tres), else, with
 -- --ntasks-per-node, that many on each of its fewest nodes (as slurmctld
 -- works them out after job_submit: _figure_out_num_tasks, then the GRES
 -- for a job's tasks; with more tasks than a node has CPUs, a job with no
@@ -174,6 +177,7 @@ function M.tasks(job_desc, nodes)
   if per_gpu then
     -- (a count of 0 asks for none: Slurm then gives the tasks GPUs itself)
     local gpus = math.max(nodes, nodes * (M.gres_units(job_desc.tres_per_node) or 1),
+      nodes * (count(job_desc, "sockets_per_node") or 1) * (M.gres_units(job_desc.tres_per_socket) or 0),
       M.gres_units(job_desc.tres_per_job) or 0)
     return gpus * per_gpu
   end

@@ -922,6 +922,12 @@ describe("xsite.submit", function()
     assert.are.equal(8, submit.most_nodes({ min_nodes = 1, max_nodes = submit.NO_VAL,
       ntasks_per_tres = 2, tres_per_job = "gres/gpu=4" }, cfg))
     assert.are.equal(2, submit.most_nodes({ min_nodes = 1, max_nodes = 2, ntasks_per_tres = 96 }, cfg))
+    -- --gpus-per-socket=2 --sockets-per-node=2 --ntasks-per-gpu=3, two
+    -- nodes: 8 GPUs, 24 tasks (one socket when the count is not given)
+    assert.are.equal(24, submit.most_nodes({ min_nodes = 2, max_nodes = submit.NO_VAL, ntasks_per_tres = 3,
+      tres_per_socket = "gres/gpu:2", sockets_per_node = 2 }, cfg))
+    assert.are.equal(12, submit.most_nodes({ min_nodes = 2, max_nodes = submit.NO_VAL, ntasks_per_tres = 3,
+      tres_per_socket = "gres/gpu:2", sockets_per_node = submit.NO_VAL16 }, cfg))
     -- a count of 0 GPUs a node asks for none: Slurm gives the 96 tasks GPUs itself
     assert.are.equal(96, submit.most_nodes({ min_nodes = submit.NO_VAL, max_nodes = submit.NO_VAL,
       ntasks_per_tres = 96, tres_per_node = "gres/gpu:0" }, cfg))
