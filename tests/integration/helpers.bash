@@ -314,17 +314,21 @@ xt_scontrol_as() {
 
 # report_of JOB STEP: the job's record in ReportDir once it has STEP
 # (slurmstepd writes it when the step's processes are gone, after Slurm says
-# the job ended), within 30 s (a loaded machine ends steps slowly)
+# the job ended), within 90 s (a loaded machine, CI's two stacks side by
+# side, schedules jobs and ends steps slowly); else what squeue says of the
+# job, and the record's steps so far, on stderr
 report_of() {
 	local i f=$XT_STATE/reports/$1/report.json
-	for ((i = 0; i < 300; i++)); do
+	for ((i = 0; i < 900; i++)); do
 		if [[ -f $f ]] && grep -q "\"step\":\"$2\"" "$f"; then
 			cat "$f"
 			return 0
 		fi
 		sleep 0.1
 	done
-	printf 'no step %s in %s\n' "$2" "$f" >&2
+	printf 'no step %s in %s after 90 s; squeue: %s; steps recorded: %s\n' "$2" "$f" \
+		"$(on_head squeue -h -t all -j "$1" -o '%i %T %R %N' 2>&1 | tr '\n' ';')" \
+		"$(jq -c '[.steps[].step]' "$f" 2>&1)" >&2
 	return 1
 }
 
