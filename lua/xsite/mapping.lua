@@ -3,7 +3,7 @@
 -- `site_major` orders an allocation's task slots site by site (every slot of
 -- the first site, then the second; inside a site, Slurm's own order), so that
 -- neighbouring ranks share a site and a collective crosses the link once.
--- `bisect` goes further when a run's traffic matrix is known: it chooses which
+-- `bisect_graph` goes further when a run's traffic matrix is known: it chooses which
 -- ranks go to which site so that the bytes across the link are fewest, with
 -- each site holding exactly its number of slots (METIS's bisection and a
 -- Kernighan-Lin of xsite's own, see xsite(1), map).  Nothing here raises on
@@ -197,7 +197,7 @@ function M.site_major_sides(n, na)
   return side
 end
 
---- Up to this many ranks, `bisect` also runs its own Kernighan-Lin (O(n²) a
+--- Up to this many ranks, `bisect_graph` also runs its own Kernighan-Lin (O(n²) a
 -- pass) and keeps whichever cut is smaller.
 M.KL_MAX = 512
 
@@ -387,20 +387,10 @@ function M.bisect_graph(g, na, opts)
   return best, cut, start, method, note
 end
 
---- `bisect_graph` of a traffic matrix.
--- @param w traffic matrix (see cut_bytes), n × n
--- @param na ranks at site 1 (the rest go to site 2)
--- @param opts optional: see `bisect_metis`
--- @return side array, the bytes across, those of the site-major order,
---   the method, a note (see `bisect_graph`)
-function M.bisect(w, na, opts)
-  return M.bisect_graph(M.graph(w), na, opts)
-end
-
 --- Put ranks on slots: the ranks of each site take that site's slots in
 -- rank order.
 -- @param slots the slots of `site_major`, site 1 first
--- @param side array of 1 or 2 per rank (from `bisect`), or nil for site-major
+-- @param side array of 1 or 2 per rank (from `bisect_graph`), or nil for site-major
 -- @param na number of slots at site 1
 -- @return array: the slot of each rank
 function M.assign(slots, side, na)

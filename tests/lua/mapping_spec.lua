@@ -60,7 +60,7 @@ describe("xsite.mapping", function()
         if i ~= j and i % 2 == j % 2 then w[i][j] = 1000 end
       end
     end
-    local side, cut, start = mapping.bisect(w, 4)
+    local side, cut, start = mapping.bisect_graph(mapping.graph(w), 4)
     assert.are.equal(0, cut)
     assert.is_true(start > 0)
     assert.are.equal(side[1], side[3])
@@ -79,7 +79,7 @@ describe("xsite.mapping", function()
           if i ~= j and rand(3) == 0 then w[i][j] = rand(100) end
         end
       end
-      local side, cut, start = mapping.bisect(w, na)
+      local side, cut, start = mapping.bisect_graph(mapping.graph(w), na)
       local count = 0
       for i = 1, n do if side[i] == 1 then count = count + 1 end end
       assert.are.equal(na, count)
